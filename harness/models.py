@@ -1,0 +1,49 @@
+"""The model adapter interface.
+
+An adapter answers request kinds (``harness.requests``). It declares which kinds it answers up front, so a run that
+needs a kind the adapter cannot answer fails before any work is done.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from harness.requests import SampleWordsRequest, SampleWordsResponse
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What the user asked for on the command line: ``--model KIND:NAME --model-args ...``."""
+
+    kind: str
+    name: str
+    args: dict[str, str] = field(default_factory=dict)
+    device: str = "auto"
+    batch_size: str = "auto"
+
+    @property
+    def label(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+
+class ModelAdapter(ABC):
+    """Base class for model adapters registered through the ``register_models`` hook."""
+
+    #: Request kinds this adapter answers (see ``harness.requests.REQUEST_KINDS``).
+    supported_requests: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+
+    def info(self) -> dict[str, Any]:
+        """Provenance written to ``results.json``: resolved path or revision, dtype, device."""
+        return {"kind": self.spec.kind, "name": self.spec.name}
+
+    def sample_words(self, request: SampleWordsRequest) -> SampleWordsResponse:
+        raise NotImplementedError(f"model {self.spec.label} does not answer sample_words requests")
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release memory (GPU) held by the model."""

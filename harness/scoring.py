@@ -1,0 +1,54 @@
+"""The scorer interface and the metric value type.
+
+A scorer turns one instance, its human data and the model's response into per-instance values, then folds the
+per-instance values of a task into metrics with a direction and a confidence interval. Human-only runs call the
+same scorers with ``response=None``: a scorer then returns only the values it can compute from human data, which
+is how the human reference row is produced without loading a model.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.instances import Instance
+
+
+@dataclass(frozen=True)
+class Metric:
+    """An aggregated metric. ``higher_is_better`` is None for descriptive quantities (e.g. entropy)."""
+
+    value: float
+    higher_is_better: bool | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    stderr: float | None = None
+    n: int = 0
+    #: Spread across resampled human splits, where the metric is itself an average over splits.
+    spread: float | None = None
+
+
+class Scorer(ABC):
+    """Base class for scorers registered through the ``register_scorers`` hook.
+
+    ``args`` come from the task YAML (``scorers: [{name, args}]``) and from ``--task-args name.key=value``.
+    """
+
+    #: Registry name, used in task YAML.
+    name: ClassVar[str] = ""
+    #: Request kinds whose responses this scorer understands.
+    request_kinds: ClassVar[frozenset[str]] = frozenset()
+
+    def __init__(self, **args: Any) -> None:
+        self.args = args
+
+    @abstractmethod
+    def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
+        """Per-instance values (JSON-serialisable). ``rng`` is seeded from the run seed and the instance id."""
+
+    @abstractmethod
+    def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
+        """Fold the values ``score`` returned for every instance into metrics."""

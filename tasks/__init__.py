@@ -1,0 +1,1 @@
+"""Built-in task definitions (YAML data, no code)."""
