@@ -1,0 +1,141 @@
+"""The ``harness`` command line: run, ls, validate, plugins.
+
+Errors caused by input (a bad task file, missing data, an unknown model kind) are printed as one line on stderr
+with exit status 2; anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from harness import __version__
+from harness.errors import HarnessError, TaskConfigError
+from harness.models import ModelSpec
+from harness.plugins import get_registry
+from harness.results import format_table
+from harness.runner import RunOptions, run, run_slug
+from harness.task_config import load_task_file, parse_task_args
+from harness.task_loading import check_against_registry
+
+
+def parse_model(text: str, model_args: str | None, device: str, batch_size: str) -> ModelSpec:
+    kind, sep, name = text.partition(":")
+    if not sep or not kind or not name:
+        raise HarnessError(f"--model: expected KIND:NAME (e.g. hf:smollm2-135m), got '{text}'")
+    args: dict[str, str] = {}
+    for item in (model_args or "").split(","):
+        if not item.strip():
+            continue
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise HarnessError(f"--model-args: expected key=value, got '{item}'")
+        args[key.strip()] = value.strip()
+    return ModelSpec(kind=kind, name=name, args=args, device=device, batch_size=batch_size)
+
+
+def _batch_size(text: str) -> str:
+    if text != "auto" and not (text.isdigit() and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'auto', got '{text}'")
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="harness", description="Compare the variability of model outputs with human production variability."
+    )
+    parser.add_argument("--version", action="version", version=f"harness {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("run", help="evaluate a model (or only the human reference) on tasks")
+    p.add_argument("--tasks", required=True, help="comma-separated task names or task YAML paths")
+    group = p.add_mutually_exclusive_group(required=True)
+    group.add_argument("--model", help="KIND:NAME, e.g. hf:smollm2-135m, hf:gpt2, hf:/path/to/model")
+    group.add_argument(
+        "--human-only",
+        action="store_true",
+        help="compute only the human reference numbers (control, human ECE and top-1); loads no model",
+    )
+    p.add_argument("--model-args", help="k=v,... passed to the model adapter (e.g. dtype=bfloat16)")
+    p.add_argument("--task-args", help="k=v,... overriding task params (n_samples=40) or scorer args (ece.n_bins=15)")
+    p.add_argument("--limit", type=int, help="evaluate only the first N instances of each task")
+    p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
+    p.add_argument("--output-dir", default="runs", help="where results go (default ./runs)")
+    p.add_argument("--data-dir", help="data root (default: $HARNESS_DATA_DIR, else the user cache directory)")
+    p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
+    p.add_argument("--batch-size", type=_batch_size, default="auto", help="N or auto")
+
+    p = sub.add_parser("ls", help="list registered tasks, scorers or model kinds")
+    p.add_argument("what", choices=("tasks", "scorers", "models", "loaders"))
+
+    p = sub.add_parser("validate", help="check task YAML files against the schema and the installed plugins")
+    p.add_argument("files", nargs="+")
+
+    sub.add_parser("plugins", help="list loaded plugins and what they register")
+    return parser
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    model = None if args.human_only else parse_model(args.model, args.model_args, args.device, args.batch_size)
+    if args.human_only and args.model_args:
+        raise HarnessError("--model-args: not used with --human-only")
+    options = RunOptions(
+        tasks=[t.strip() for t in args.tasks.split(",") if t.strip()],
+        model=model,
+        task_args=parse_task_args(args.task_args),
+        limit=args.limit,
+        seed=args.seed,
+        output_dir=Path(args.output_dir),
+        data_dir=args.data_dir,
+    )
+    results = run(options)
+    print(format_table(results))
+    print(f"\nwrote {Path(args.output_dir) / run_slug(model)}/results.json")
+    return 0
+
+
+def cmd_ls(args: argparse.Namespace) -> int:
+    registry = get_registry()
+    table = {"tasks": registry.tasks, "scorers": registry.scorers, "models": registry.models, "loaders": registry.loaders}
+    for name, reg in sorted(table[args.what].items()):
+        print(f"{name}\t{reg.plugin}")
+    return 0
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    registry = get_registry()
+    failed = 0
+    for file in args.files:
+        try:
+            config = load_task_file(Path(file))
+            check_against_registry(config, registry)
+        except TaskConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            failed += 1
+        else:
+            print(f"ok: {file} (task {config.task}, version {config.version})")
+    return 2 if failed else 0
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    print(json.dumps(get_registry().plugins, indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    commands = {"run": cmd_run, "ls": cmd_ls, "validate": cmd_validate, "plugins": cmd_plugins}
+    try:
+        return commands[args.command](args)
+    except HarnessError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: responses received so far are saved; run the same command again to resume", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,104 @@
+"""Write ``results.json`` and ``samples_<task>.jsonl`` in a layout close to lm-evaluation-harness's.
+
+``results.json`` keeps lm-eval's top-level keys (``results`` with ``"<metric>,none"`` and
+``"<metric>_stderr,none"`` entries, ``configs``, ``versions``, ``n-samples``, ``higher_is_better``,
+``task_hashes``, ``config``, ``date``) so scripts written for lm-eval read it, and adds ``metrics`` (value,
+direction, confidence interval, spread, n for every metric). Everything except ``date`` and ``timing`` is a
+deterministic function of the command, so two runs of one command give identical files apart from those keys.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import tempfile
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.scoring import Metric
+
+#: Keys that legitimately differ between two runs of the same command.
+VOLATILE_KEYS = ("date", "timing", "total_evaluation_time_seconds")
+
+_LIBRARIES = ("torch", "transformers", "numpy", "scipy", "pluggy", "pyyaml", "accelerate", "gguf")
+
+
+def library_versions() -> dict[str, str]:
+    versions = {"harness": __version__, "python": platform.python_version()}
+    for name in _LIBRARIES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+    return versions
+
+
+def metric_record(metric: Metric) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "value": metric.value,
+        "higher_is_better": metric.higher_is_better,
+        "ci": [metric.ci_low, metric.ci_high] if metric.ci_low is not None else None,
+        "stderr": metric.stderr,
+        "n": metric.n,
+    }
+    if metric.spread is not None:
+        record["spread"] = metric.spread
+    return record
+
+
+def lm_eval_entries(task: str, metrics: dict[str, Metric]) -> dict[str, Any]:
+    entries: dict[str, Any] = {"alias": task}
+    for name, metric in metrics.items():
+        entries[f"{name},none"] = metric.value
+        entries[f"{name}_stderr,none"] = metric.stderr if metric.stderr is not None else "N/A"
+    return entries
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temporary file and rename, so a kill never leaves a half-written results file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
+    lines = (json.dumps(r, ensure_ascii=False, sort_keys=True) for r in records)
+    atomic_write_text(path, "".join(line + "\n" for line in lines))
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def strip_volatile(results: dict[str, Any]) -> dict[str, Any]:
+    """``results`` without the keys that change from run to run (for comparing two runs)."""
+    return {k: v for k, v in results.items() if k not in VOLATILE_KEYS}
+
+
+def format_table(results: dict[str, Any]) -> str:
+    """A plain-text table of every task's metrics, for the end of ``harness run``."""
+    rows = [("task", "metric", "value", "95% CI", "better")]
+    for task, metrics in results.get("metrics", {}).items():
+        for name, m in metrics.items():
+            ci = m.get("ci")
+            ci_text = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
+            if m.get("spread") is not None:
+                ci_text += f" ±{m['spread']:.4f} over splits"
+            direction = {True: "higher", False: "lower", None: ""}[m.get("higher_is_better")]
+            rows.append((task, name, f"{m['value']:.4f}", ci_text, direction))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)

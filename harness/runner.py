@@ -1,0 +1,263 @@
+"""One ``harness run``: validate, load data, answer missing requests (resumably), score, write results.
+
+Order matters for the user: every task file is validated and every data set loaded before a model is touched,
+so a typo costs a second, not a model load. Responses go to the store one by one as they arrive; scoring reads
+them back from the store, so a resumed run and an uninterrupted run score the very same records.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import re
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.data import LoadedData, resolve_data_dir
+from harness.errors import HarnessError
+from harness.models import ModelAdapter, ModelSpec
+from harness.plugins import Registry, get_registry
+from harness.progress import progress
+from harness.request_building import answer, build_request, response_from_record
+from harness.results import lm_eval_entries, library_versions, metric_record, write_json, write_jsonl
+from harness.scoring import Metric
+from harness.seeding import derive_rng, derive_seed
+from harness.store import ResponseStore
+from harness.task_loading import ResolvedTask, resolve_tasks
+
+HUMAN_ONLY_LABEL = "human"
+
+
+@dataclass
+class RunOptions:
+    tasks: list[str]
+    model: ModelSpec | None
+    task_args: Mapping[str, Any] = field(default_factory=dict)
+    limit: int | None = None
+    seed: int = 0
+    output_dir: Path = Path("runs")
+    data_dir: str | None = None
+
+
+@dataclass
+class _TaskRun:
+    task: ResolvedTask
+    data: LoadedData
+    store: ResponseStore | None = None
+    timing: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.task.config.task
+
+
+def run_slug(model: ModelSpec | None) -> str:
+    if model is None:
+        return HUMAN_ONLY_LABEL
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{model.kind}__{model.name}").strip("_")
+
+
+def _fingerprint(task: ResolvedTask, data: LoadedData, model: ModelSpec, seed: int) -> str:
+    identity = {
+        "task": task.config.to_dict(),
+        "data_hash": data.data_hash,
+        "model": {
+            "kind": model.kind,
+            "name": model.name,
+            "args": dict(sorted(model.args.items())),
+            "device": model.device,
+            "batch_size": model.batch_size,
+        },
+        "seed": seed,
+    }
+    blob = json.dumps(identity, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def _load_data(task: ResolvedTask, registry: Registry, data_dir: Path, limit: int | None) -> LoadedData:
+    loader = registry.loader(task.config.loader)
+    data = loader(task.config.data, data_dir)
+    if not data.instances:
+        raise HarnessError(f"task {task.config.task}: loader '{task.config.loader}' found no instances")
+    ids = [inst.id for inst in data.instances]
+    if len(set(ids)) != len(ids):
+        raise HarnessError(f"task {task.config.task}: loader '{task.config.loader}' gave duplicate instance ids")
+    if limit is not None:
+        data = LoadedData(data.instances[:limit], data.data_hash, {**data.source, "n_total": len(ids)})
+    return data
+
+
+def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]:
+    """Run the tasks and write the results; returns the ``results.json`` content."""
+    started = time.perf_counter()
+    registry = registry or get_registry()
+    if options.limit is not None and options.limit < 1:
+        raise HarnessError(f"--limit: expected a positive integer, got {options.limit}")
+    tasks = resolve_tasks(options.tasks, options.task_args, registry)
+
+    adapter_cls: type[ModelAdapter] | None = None
+    if options.model is not None:
+        adapter_cls = registry.model(options.model.kind)
+        for t in tasks:
+            if t.config.request not in adapter_cls.supported_requests:
+                raise HarnessError(
+                    f"model {options.model.label} cannot answer '{t.config.request}' requests needed by task "
+                    f"{t.config.task} (it answers: {', '.join(sorted(adapter_cls.supported_requests)) or 'nothing'})"
+                )
+
+    data_dir, _ = resolve_data_dir(options.data_dir)
+    out_dir = options.output_dir / run_slug(options.model)
+    runs = [_TaskRun(t, _load_data(t, registry, data_dir, options.limit)) for t in tasks]
+
+    adapter: ModelAdapter | None = None
+    model_info: dict[str, Any] = {}
+    try:
+        if options.model is not None and adapter_cls is not None:
+            for r in runs:
+                fingerprint = _fingerprint(r.task, r.data, options.model, options.seed)
+                header = {"task": r.name, "model": options.model.label, "seed": options.seed}
+                r.store = ResponseStore(out_dir / "responses" / f"{r.name}-{fingerprint}.jsonl", fingerprint, header)
+            missing = [(r, inst) for r in runs for inst in r.data.instances if inst.id not in r.store]  # type: ignore[operator]
+            if missing:
+                load_start = time.perf_counter()
+                adapter = adapter_cls(options.model)
+                model_info = {"load_seconds": time.perf_counter() - load_start}
+            for r in runs:
+                _answer_missing(r, adapter, options.seed)
+            if adapter is not None:
+                model_info = {**adapter.info(), **model_info}
+    finally:
+        if adapter is not None:
+            adapter.close()
+
+    results = _score_and_write(runs, options, out_dir, model_info)
+    results["total_evaluation_time_seconds"] = round(time.perf_counter() - started, 3)
+    write_json(out_dir / "results.json", results)
+    return results
+
+
+def _answer_missing(r: _TaskRun, adapter: ModelAdapter | None, seed: int) -> None:
+    assert r.store is not None
+    todo = [inst for inst in r.data.instances if inst.id not in r.store]
+    if not todo:
+        return
+    assert adapter is not None
+    start = time.perf_counter()
+    for inst in progress(todo, total=len(todo), desc=f"{r.name}: instances", unit="inst"):
+        inst_seed = derive_seed(seed, r.name, inst.id)
+        request = build_request(r.task.config, inst, inst_seed)
+        r.store.append(inst.id, inst_seed, answer(adapter, r.task.config.request, request))
+    r.timing["requests_seconds"] = round(time.perf_counter() - start, 3)
+
+
+def _score_and_write(
+    runs: list[_TaskRun], options: RunOptions, out_dir: Path, model_info: dict[str, Any]
+) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "results": {},
+        "metrics": {},
+        "higher_is_better": {},
+        "configs": {},
+        "versions": {},
+        "n-samples": {},
+        "task_hashes": {},
+        "data_sources": {},
+        "responses": {},
+    }
+    timing: dict[str, Any] = {}
+    for r in runs:
+        start = time.perf_counter()
+        metrics, samples, response_summary = _score_task(r, options.seed)
+        write_jsonl(out_dir / f"samples_{r.name}.jsonl", samples)
+        name = r.name
+        results["results"][name] = lm_eval_entries(name, metrics)
+        results["metrics"][name] = {k: metric_record(m) for k, m in metrics.items()}
+        results["higher_is_better"][name] = {k: m.higher_is_better for k, m in metrics.items()}
+        results["configs"][name] = r.task.config.to_dict()
+        results["versions"][name] = r.task.config.version
+        results["n-samples"][name] = {
+            "original": r.data.source.get("n_total", len(r.data.instances)),
+            "effective": len(r.data.instances),
+        }
+        results["task_hashes"][name] = r.data.data_hash
+        results["data_sources"][name] = r.data.source
+        if response_summary:
+            results["responses"][name] = response_summary
+        timing[name] = {**r.timing, "scoring_seconds": round(time.perf_counter() - start, 3)}
+
+    model = options.model
+    results["config"] = {
+        "model": model.kind if model else HUMAN_ONLY_LABEL,
+        "model_name": model.name if model else None,
+        "model_args": dict(sorted(model.args.items())) if model else {},
+        "model_info": {k: v for k, v in model_info.items() if k != "load_seconds"},
+        "human_only": model is None,
+        "batch_size": model.batch_size if model else None,
+        "device": model_info.get("device", model.device) if model else None,
+        "limit": options.limit,
+        "random_seed": options.seed,
+        "task_args": dict(options.task_args),
+    }
+    results["library_versions"] = library_versions()
+    results["date"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    if "load_seconds" in model_info:
+        timing["model_load_seconds"] = round(model_info["load_seconds"], 3)
+    results["timing"] = timing
+    return results
+
+
+def _score_task(r: _TaskRun, seed: int) -> tuple[dict[str, Metric], list[dict[str, Any]], dict[str, Any]]:
+    config = r.task.config
+    per_scorer: dict[str, list[dict[str, Any]]] = {s.name: [] for s in r.task.scorers}
+    samples: list[dict[str, Any]] = []
+    summary: dict[str, Any] = {}
+    for doc_id, inst in enumerate(r.data.instances):
+        record = r.store.get(inst.id) if r.store is not None else None
+        response = response_from_record(config.request, record["response"]) if record else None
+        values: dict[str, Any] = {}
+        for scorer in r.task.scorers:
+            v = scorer.score(inst, response, derive_rng(seed, config.task, scorer.name, inst.id))
+            per_scorer[scorer.name].append(v)
+            clash = set(v) & set(values)
+            if clash:
+                raise HarnessError(f"task {config.task}: scorers report the same value name {sorted(clash)[0]!r}")
+            values.update(v)
+        sample: dict[str, Any] = {
+            "doc_id": doc_id,
+            "id": inst.id,
+            "doc": inst.inputs(),
+            "human": inst.human(),
+            "metrics": values,
+        }
+        if hasattr(inst, "target"):
+            sample["target"] = inst.target
+        if getattr(inst, "meta", None):
+            sample["meta"] = inst.meta
+        if record is not None:
+            sample["seed"] = record["seed"]
+            sample["response"] = record["response"]
+            _add_to_summary(summary, record["response"])
+        samples.append(sample)
+
+    metrics: dict[str, Metric] = {}
+    for scorer in r.task.scorers:
+        agg = scorer.aggregate(per_scorer[scorer.name], derive_rng(seed, config.task, scorer.name, "aggregate"))
+        clash = set(agg) & set(metrics)
+        if clash:
+            raise HarnessError(f"task {config.task}: scorers report the same metric {sorted(clash)[0]!r}")
+        metrics.update(agg)
+    return metrics, samples, summary
+
+
+def _add_to_summary(summary: dict[str, Any], response: dict[str, Any]) -> None:
+    """Totals over responses: samples asked for, rejected by reason, token positions evaluated."""
+    for key in ("n_requested", "tokens_evaluated"):
+        if key in response:
+            summary[key] = summary.get(key, 0) + int(response[key])
+    for reason, count in response.get("rejected", {}).items():
+        rejected = summary.setdefault("rejected", {})
+        rejected[reason] = rejected.get(reason, 0) + int(count)

@@ -1,0 +1,130 @@
+"""Confidence intervals for aggregated metrics.
+
+Every metric the harness reports carries a bootstrap confidence interval over instances, so that two models (or a
+model and the human reference) are only called different when the intervals say so. Two helpers:
+
+- ``mean_metric``: the mean of per-instance values, with ``stderr = sample std / sqrt(n)`` and a percentile
+  bootstrap CI from ``scipy.stats.bootstrap``.
+- ``bootstrap_metric``: any statistic of several per-instance columns that is not a mean (e.g. ECE, which bins
+  confidences across instances), with the instances resampled jointly (one index draw per resample is applied to
+  every column, so pairs stay paired). ``stderr`` is the standard deviation of the bootstrap distribution.
+
+Both are deterministic given the ``numpy.random.Generator`` passed in. Degenerate inputs do not warn or produce
+NaN: with one value, or values that are all equal, the CI is ``(value, value)``; with no values the metric's
+value is NaN and ``n`` is 0 (the caller had nothing to aggregate).
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.stats
+from numpy.typing import ArrayLike, NDArray
+
+from harness.scoring import Metric
+
+# scipy >= 1.15 names the generator argument ``rng``; older releases call it ``random_state``.
+_RNG_KWARG = "rng" if "rng" in inspect.signature(scipy.stats.bootstrap).parameters else "random_state"
+
+
+def _check_args(n_resamples: int, confidence: float) -> None:
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, (int, np.integer)) or n_resamples < 1:
+        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must lie strictly between 0 and 1, got {confidence!r}")
+
+
+def _empty(higher_is_better: bool | None, spread: float | None) -> Metric:
+    return Metric(value=float("nan"), higher_is_better=higher_is_better, n=0, spread=spread)
+
+
+def mean_metric(
+    values: Sequence[float] | ArrayLike,
+    higher_is_better: bool | None,
+    rng: np.random.Generator,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    spread: float | None = None,
+) -> Metric:
+    """The mean of ``values`` with its standard error and a percentile bootstrap CI.
+
+    ``spread`` is passed through to the metric (used where the values are themselves averages over human splits).
+    """
+    _check_args(n_resamples, confidence)
+    data = np.asarray(values, dtype=np.float64).ravel()
+    n = int(data.size)
+    if n == 0:
+        return _empty(higher_is_better, spread)
+    if not np.all(np.isfinite(data)):
+        raise ValueError("mean_metric got a non-finite value")
+    value = float(np.mean(data))
+    if n == 1:
+        return Metric(value, higher_is_better, value, value, None, n, spread)
+    stderr = float(np.std(data, ddof=1) / math.sqrt(n))
+    if np.all(data == data[0]):
+        return Metric(value, higher_is_better, value, value, 0.0, n, spread)
+    result = scipy.stats.bootstrap(
+        (data,),
+        np.mean,
+        n_resamples=n_resamples,
+        confidence_level=confidence,
+        method="percentile",
+        vectorized=True,
+        **{_RNG_KWARG: rng},
+    )
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return Metric(value, higher_is_better, low, high, stderr, n, spread)
+
+
+def bootstrap_metric(
+    columns: Sequence[ArrayLike],
+    statistic: Callable[..., float],
+    higher_is_better: bool | None,
+    rng: np.random.Generator,
+    n_resamples: int = 1000,
+    confidence: float = 0.95,
+    spread: float | None = None,
+) -> Metric:
+    """``statistic(*columns)`` with a paired percentile bootstrap CI over instances.
+
+    Each column is an array whose first axis is the instance (further axes, e.g. human splits, are kept whole).
+    A resample draws ``n`` instance indices with replacement and applies them to every column, so the statistic
+    of each resample sees matched rows. ``stderr`` is the standard deviation of the resampled statistics.
+    """
+    _check_args(n_resamples, confidence)
+    if not columns:
+        raise ValueError("bootstrap_metric needs at least one column")
+    arrays: list[NDArray[Any]] = [np.asarray(column) for column in columns]
+    n = int(arrays[0].shape[0]) if arrays[0].ndim else 0
+    if any(a.ndim == 0 or a.shape[0] != n for a in arrays):
+        raise ValueError("bootstrap_metric columns must share their first (instance) axis")
+    if n == 0:
+        return _empty(higher_is_better, spread)
+    value = float(statistic(*arrays))
+    if n == 1:
+        return Metric(value, higher_is_better, value, value, None, n, spread)
+    indices = rng.integers(0, n, size=(n_resamples, n))
+    boot = np.array([float(statistic(*(a[idx] for a in arrays))) for idx in indices])
+    if np.all(boot == boot[0]):
+        return Metric(value, higher_is_better, value, value, 0.0, n, spread)
+    alpha = (1.0 - confidence) / 2.0
+    low, high = (float(x) for x in np.quantile(boot, [alpha, 1.0 - alpha]))
+    stderr = float(np.std(boot, ddof=1))
+    return Metric(value, higher_is_better, low, high, stderr, n, spread)
+
+
+def split_spread(per_split: Sequence[float] | ArrayLike) -> float | None:
+    """Standard deviation (ddof=1) of a metric across human splits; 0.0 for one split, None for none.
+
+    It shows how much a split-averaged number depends on which guesses happened to fall in which half.
+    """
+    data = np.asarray(per_split, dtype=np.float64).ravel()
+    if data.size == 0:
+        return None
+    if data.size == 1:
+        return 0.0
+    return float(np.std(data, ddof=1))

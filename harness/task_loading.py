@@ -1,0 +1,70 @@
+"""Turn ``--tasks`` entries into validated task configurations checked against the installed plugins."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, TaskConfigError
+from harness.plugins import Registry
+from harness.scoring import Scorer
+from harness.task_config import TaskConfig, load_task_file
+
+
+@dataclass
+class ResolvedTask:
+    config: TaskConfig
+    scorers: list[Scorer]
+
+
+def task_path(name_or_path: str, registry: Registry) -> Path:
+    """A registered task name, or a path to a task YAML file."""
+    if name_or_path in registry.tasks:
+        return Path(str(registry.tasks[name_or_path].obj))
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml"):
+        if not path.is_file():
+            raise HarnessError(f"--tasks: task file {path} does not exist")
+        return path
+    known = ", ".join(sorted(registry.tasks)) or "none"
+    raise HarnessError(f"--tasks: unknown task '{name_or_path}' (registered: {known}; or give a path to a .yaml file)")
+
+
+def check_against_registry(config: TaskConfig, registry: Registry) -> list[Scorer]:
+    """Everything a task names must be installed, and every scorer must accept its arguments and request kind."""
+    file = config.source_file
+    if config.loader not in registry.loaders:
+        known = ", ".join(sorted(registry.loaders)) or "none"
+        raise TaskConfigError(file, "loader", f"a registered data loader ({known}), got '{config.loader}'")
+    scorers: list[Scorer] = []
+    for i, spec in enumerate(config.scorers):
+        if spec.name not in registry.scorers:
+            known = ", ".join(sorted(registry.scorers)) or "none"
+            raise TaskConfigError(file, f"scorers[{i}]", f"a registered scorer ({known}), got '{spec.name}'")
+        cls = registry.scorer(spec.name)
+        if cls.request_kinds and config.request not in cls.request_kinds:
+            kinds = ", ".join(sorted(cls.request_kinds))
+            raise TaskConfigError(
+                file, f"scorers[{i}]", f"a scorer for '{config.request}' requests; '{spec.name}' scores {kinds}"
+            )
+        try:
+            scorers.append(cls(**spec.args))
+        except HarnessError as exc:
+            raise TaskConfigError(file, f"scorers[{i}].args", str(exc)) from exc
+        except TypeError as exc:
+            raise TaskConfigError(file, f"scorers[{i}].args", f"arguments '{spec.name}' accepts ({exc})") from exc
+    return scorers
+
+
+def resolve_tasks(names: list[str], overrides: Mapping[str, Any], registry: Registry) -> list[ResolvedTask]:
+    resolved = []
+    for name in names:
+        config = load_task_file(task_path(name, registry), overrides)
+        resolved.append(ResolvedTask(config, check_against_registry(config, registry)))
+    seen = [r.config.task for r in resolved]
+    dupes = sorted({t for t in seen if seen.count(t) > 1})
+    if dupes:
+        raise HarnessError(f"--tasks: task '{dupes[0]}' is given twice")
+    return resolved
