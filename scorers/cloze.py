@@ -1,0 +1,136 @@
+"""Shared plumbing of the next-word (cloze) scorers: argument validation, input checks, the model distribution.
+
+Rules that every cloze scorer applies the same way live here, so that the metrics agree on them:
+
+- The model distribution is ``response.counts`` normalised over the accepted words; rejected samples
+  (``response.rejected``) are excluded from it and reported separately by the ``tvd`` scorer.
+- Empty-sample rule: if the model produced no accepted word for an instance, its distribution is empty. The
+  scorers then use the worst value rather than dropping the instance (dropping would reward a model for
+  failing on hard contexts): TVD = 1.0, top-word prediction None (incorrect), confidence 0, probability of the
+  corpus word 0. Entropy is undefined and is left out of ``entropy_model`` (its ``n`` shows how many counted).
+  The ``tvd`` scorer reports how many instances this happened to as ``n_no_model_words``.
+- ``response is None`` means a human-only run: scorers return only the values computable from human data.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.errors import HarnessError
+from harness.instances import ClozeInstance, Instance
+from harness.requests import SampleWordsResponse
+from harness.scoring import Scorer
+from harness.seeding import derive_rng
+from scorers.distributions import split_halves
+
+
+def positive_int(value: Any) -> int:
+    """An integer >= 1; digit strings (from ``--task-args key=value``) are accepted."""
+    if isinstance(value, bool):
+        raise ValueError("expected a positive integer, got a boolean")
+    if isinstance(value, str):
+        value = value.strip()
+        if not value.isdigit():
+            raise ValueError(f"expected a positive integer, got {value!r}")
+        value = int(value)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"expected a positive integer, got {value!r}")
+    return int(value)
+
+
+def open_unit_float(value: Any) -> float:
+    """A float strictly between 0 and 1 (a confidence level); numeric strings are accepted."""
+    if isinstance(value, bool):
+        raise ValueError("expected a number in (0, 1), got a boolean")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"expected a number in (0, 1), got {value!r}") from None
+    if not 0.0 < number < 1.0:
+        raise ValueError(f"expected a number in (0, 1), got {value!r}")
+    return number
+
+
+#: Arguments every cloze scorer accepts: the bootstrap resamples and the CI level of its metrics.
+COMMON_ARGS: dict[str, tuple[Callable[[Any], Any], Any]] = {
+    "n_resamples": (positive_int, 1000),
+    "confidence": (open_unit_float, 0.95),
+}
+
+
+class ClozeScorer(Scorer):
+    """Base of the next-word scorers: validates keyword arguments against ``arg_specs`` plus ``COMMON_ARGS``.
+
+    ``arg_specs`` maps an argument name to ``(converter, default)``; a converter raises ``ValueError`` on a bad
+    value, which becomes a ``HarnessError`` naming the scorer and the argument.
+    """
+
+    request_kinds: ClassVar[frozenset[str]] = frozenset({"sample_words"})
+    arg_specs: ClassVar[dict[str, tuple[Callable[[Any], Any], Any]]] = {}
+
+    def __init__(self, **args: Any) -> None:
+        specs = {**COMMON_ARGS, **self.arg_specs}
+        unknown = sorted(set(args) - set(specs))
+        if unknown:
+            raise HarnessError(
+                f"scorer '{self.name}': unknown argument '{unknown[0]}' (accepted: {', '.join(sorted(specs))})"
+            )
+        resolved: dict[str, Any] = {}
+        for key, (convert, default) in specs.items():
+            if key not in args:
+                resolved[key] = default
+                continue
+            try:
+                resolved[key] = convert(args[key])
+            except ValueError as exc:
+                raise HarnessError(f"scorer '{self.name}': argument '{key}': {exc}") from None
+        super().__init__(**resolved)
+        self.n_resamples: int = resolved["n_resamples"]
+        self.confidence: float = resolved["confidence"]
+
+    def cloze(self, instance: Instance) -> ClozeInstance:
+        """The instance as a ``ClozeInstance`` with at least one human guess, or a ``HarnessError``."""
+        if not isinstance(instance, ClozeInstance):
+            raise HarnessError(f"scorer '{self.name}' needs cloze instances, got {type(instance).__name__}")
+        if sum(instance.human_counts.values()) <= 0:
+            raise HarnessError(f"scorer '{self.name}': instance '{instance.id}' has no human guesses")
+        return instance
+
+    def as_response(self, response: Any) -> SampleWordsResponse:
+        """The response as a ``SampleWordsResponse``; a stored record (``to_record`` dict) is accepted too."""
+        if isinstance(response, Mapping):
+            response = SampleWordsResponse.from_record(dict(response))
+        if not isinstance(response, SampleWordsResponse):
+            raise HarnessError(f"scorer '{self.name}' needs sample_words responses, got {type(response).__name__}")
+        return response
+
+    def model_counts(self, response: Any) -> dict[str, int]:
+        """The accepted model words with their counts (empty if the model produced none)."""
+        return {word: int(count) for word, count in self.as_response(response).counts.items() if count > 0}
+
+
+def human_splits(
+    counts: Mapping[str, int], n_splits: int, rng: np.random.Generator
+) -> list[tuple[dict[str, int], dict[str, int]]]:
+    """``n_splits`` independent random half-splits of the human guesses (see ``split_halves``)."""
+    return [split_halves(counts, rng) for _ in range(n_splits)]
+
+
+def present(per_instance: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
+    """The per-instance rows that carry ``key`` with a value (human-only rows lack the model keys)."""
+    return [row for row in per_instance if row.get(key) is not None]
+
+
+def metric_rngs(rng: np.random.Generator) -> Callable[[str], np.random.Generator]:
+    """One independent bootstrap generator per metric name, all derived from one draw of ``rng``.
+
+    Keying the bootstrap by metric name (rather than drawing every metric from one shared stream) makes a
+    human metric's CI identical in a human-only run and in a model run, where model metrics come first.
+    """
+    root = int(rng.integers(0, 2**63 - 1))
+    return lambda name: derive_rng(root, name)

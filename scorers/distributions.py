@@ -1,0 +1,132 @@
+"""Pure functions on word-count dictionaries: the building blocks of the next-word metrics.
+
+Both the human data (``ClozeInstance.human_counts``) and the model samples (``SampleWordsResponse.counts``) are
+``{word: count}`` mappings over normalised words, so every metric is computed from the same few operations here.
+Everything is deterministic: ties are broken by the lexicographically smallest word, and the only randomness
+(``split_halves``) comes from the ``numpy.random.Generator`` the caller passes in.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+
+import numpy as np
+
+Counts = Mapping[str, int]
+Distribution = Mapping[str, float]
+
+
+def _check_counts(counts: Counts) -> None:
+    for word, count in counts.items():
+        if count < 0:
+            raise ValueError(f"negative count {count} for word {word!r}")
+
+
+def to_distribution(counts: Counts) -> dict[str, float]:
+    """Normalise counts to probabilities; words with count 0 are dropped. Empty (or all-zero) counts give ``{}``.
+
+    >>> to_distribution({"a": 3, "b": 1})
+    {'a': 0.75, 'b': 0.25}
+    """
+    _check_counts(counts)
+    total = sum(counts.values())
+    if total == 0:
+        return {}
+    return {word: count / total for word, count in counts.items() if count > 0}
+
+
+def tvd(p: Distribution, q: Distribution) -> float:
+    """Total variation distance ``0.5 * sum over the union of words |p(w) - q(w)|`` between two distributions.
+
+    ``p`` and ``q`` must be probability distributions (see ``to_distribution``); an empty one has no defined
+    distance, so it raises ``ValueError`` and the caller applies its own rule (the scorers use 1.0).
+
+    >>> tvd({"a": 0.5, "b": 0.5}, {"a": 0.75, "c": 0.25})
+    0.5
+    """
+    if not p or not q:
+        raise ValueError("tvd of an empty distribution is undefined")
+    total = 0.0
+    for word in p.keys() | q.keys():
+        total += abs(p.get(word, 0.0) - q.get(word, 0.0))
+    # Summation order over a set is arbitrary; clamp the rounding error so identical inputs give exactly 0.
+    return min(1.0, max(0.0, 0.5 * total))
+
+
+def counts_tvd(a: Counts, b: Counts) -> float:
+    """``tvd`` of two count mappings, each normalised first.
+
+    >>> counts_tvd({"a": 2, "b": 2}, {"a": 3, "c": 1})
+    0.5
+    """
+    return tvd(to_distribution(a), to_distribution(b))
+
+
+def entropy_bits(counts: Counts | Distribution) -> float:
+    """Shannon entropy in bits of the distribution the counts (or probabilities) define; normalised first.
+
+    >>> entropy_bits({"a": 1, "b": 1, "c": 1, "d": 1})
+    2.0
+    """
+    if any(v < 0 for v in counts.values()):
+        raise ValueError("negative count in entropy_bits")
+    total = float(sum(counts.values()))
+    if total <= 0:
+        raise ValueError("entropy of an empty distribution is undefined")
+    h = 0.0
+    for value in counts.values():
+        if value > 0:
+            p = value / total
+            h -= p * math.log2(p)
+    return max(0.0, h)
+
+
+def top_word(counts: Counts | Distribution) -> str | None:
+    """The most frequent word; ties go to the lexicographically smallest word. ``None`` if there is no word.
+
+    A fixed tie rule makes accuracy and calibration reproducible: among ~40 human guesses, ties at the top are
+    common (e.g. 8 and 8), and dictionary order would otherwise decide.
+
+    >>> top_word({"b": 2, "a": 2, "c": 1})
+    'a'
+    """
+    best: str | None = None
+    best_count = 0.0
+    for word, count in counts.items():
+        if count <= 0:
+            continue
+        if best is None or count > best_count or (count == best_count and word < best):
+            best, best_count = word, count
+    return best
+
+
+def majority_words(counts: Counts | Distribution) -> frozenset[str]:
+    """Every word tied at the maximum count (the gold set for "majority" accuracy); empty if there is no word.
+
+    >>> sorted(majority_words({"b": 2, "a": 2, "c": 1}))
+    ['a', 'b']
+    """
+    positive = {word: count for word, count in counts.items() if count > 0}
+    if not positive:
+        return frozenset()
+    top = max(positive.values())
+    return frozenset(word for word, count in positive.items() if count == top)
+
+
+def split_halves(counts: Counts, rng: np.random.Generator) -> tuple[dict[str, int], dict[str, int]]:
+    """Split the individual guesses at random into two disjoint halves: A = first ``floor(N/2)``, B = the rest.
+
+    The guesses are expanded into a multiset in sorted word order before the permutation, so the result depends
+    only on ``counts`` and the state of ``rng`` (not on dictionary order). ``A + B == counts`` always.
+    """
+    _check_counts(counts)
+    guesses: list[str] = []
+    for word in sorted(counts):
+        guesses.extend([word] * int(counts[word]))
+    order = rng.permutation(len(guesses))
+    half = len(guesses) // 2
+    half_a = Counter(guesses[i] for i in order[:half])
+    half_b = Counter(guesses[i] for i in order[half:])
+    return dict(sorted(half_a.items())), dict(sorted(half_b.items()))

@@ -1,0 +1,153 @@
+"""``ece``: expected calibration error of top-word predictions, for the model, the humans and a human "oracle".
+
+A predictor names its most probable next word (``top_word``, ties to the lexicographically smallest) with
+confidence = that word's probability; the prediction is correct if the word is in a gold set. ECE (10
+equal-width bins by default, see ``scorers.calibration``) measures whether confidence matches accuracy.
+
+Predictors: ``model`` (the model's sample distribution), ``human`` (all human guesses), ``oracle`` (half A of a
+random human split). Gold sets: ``corpus`` (the word that actually follows), ``majority`` (every word tied at the
+top of all human guesses), ``heldout`` (the words tied at the top of half B of the same split, so the oracle never
+sees its gold). Every ``heldout`` and every ``oracle`` metric is averaged over ``n_splits`` splits, with ``spread``
+the standard deviation over splits and the CI from a bootstrap over instances of the split-averaged ECE.
+
+Note two circular combinations, kept because they are cheap and make the table complete: ``human`` vs
+``majority`` is always correct (the human top word is a majority word), so its ECE is ``1 - mean confidence``;
+``human`` vs ``heldout`` predicts a gold set drawn from the same guesses it was built from. ``oracle`` vs
+``heldout`` is the honest human reference. ECE can be low for a predictor that is badly wrong about the spread of
+words but right about how often its top word wins: see docs/metrics.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.instances import Instance
+from harness.scoring import Metric
+from harness.stats import bootstrap_metric, mean_metric, split_spread
+from scorers.calibration import ece_columns
+from scorers.cloze import ClozeScorer, human_splits, metric_rngs, positive_int, present
+from scorers.distributions import majority_words, top_word
+
+PREDICTORS = ("model", "human", "oracle")
+GOLDS = ("corpus", "majority", "heldout")
+
+
+def predict(counts: Mapping[str, int]) -> tuple[str | None, float]:
+    """``(top word, its probability)``; ``(None, 0.0)`` for an empty distribution (the empty-sample rule)."""
+    word = top_word(counts)
+    if word is None:
+        return None, 0.0
+    return word, counts[word] / sum(counts.values())
+
+
+class EceScorer(ClozeScorer):
+    """Calibration of top-word predictions. Arguments ``n_bins`` (default 10), ``n_splits`` (default 10).
+
+    Per instance: ``pred_{model,human}`` / ``conf_{model,human}`` (word, probability), ``pred_oracle`` /
+    ``conf_oracle`` (lists over splits), ``gold_majority`` (sorted list), ``gold_heldout`` (list over splits of
+    sorted lists), and ``correct_{predictor}_{gold}`` flags: a bool for model/human with corpus/majority, a list
+    over splits for every heldout and oracle combination. Model keys are absent in human-only runs; split keys are
+    None for an instance with fewer than 2 human guesses (left out of split-based metrics).
+
+    Metrics, for each predictor p and gold g: ``ece_{p}_{g}`` (lower better), ``acc_{p}_{g}`` (higher better);
+    and ``conf_{p}`` (mean confidence, descriptive; it does not depend on the gold set).
+    """
+
+    name: ClassVar[str] = "ece"
+    arg_specs: ClassVar[dict[str, tuple[Any, Any]]] = {
+        "n_bins": (positive_int, 10),
+        "n_splits": (positive_int, 10),
+    }
+
+    def __init__(self, **args: Any) -> None:
+        super().__init__(**args)
+        self.n_bins: int = self.args["n_bins"]
+        self.n_splits: int = self.args["n_splits"]
+
+    def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
+        cloze = self.cloze(instance)
+        human = cloze.human_counts
+        gold_majority = majority_words(human)
+        row: dict[str, Any] = {"gold_majority": sorted(gold_majority)}
+
+        total = sum(human.values())
+        splits = human_splits(human, self.n_splits, rng) if total >= 2 else None
+        gold_heldout = None if splits is None else [majority_words(b) for _, b in splits]
+        row["gold_heldout"] = None if gold_heldout is None else [sorted(g) for g in gold_heldout]
+
+        single = [("human", predict(human))]
+        if response is not None:
+            single.insert(0, ("model", predict(self.model_counts(response))))
+        for who, (pred, conf) in single:
+            row[f"pred_{who}"] = pred
+            row[f"conf_{who}"] = conf
+            row[f"correct_{who}_corpus"] = pred is not None and pred == cloze.target
+            row[f"correct_{who}_majority"] = pred is not None and pred in gold_majority
+            row[f"correct_{who}_heldout"] = None if gold_heldout is None else [pred in g for g in gold_heldout]
+
+        if splits is None or gold_heldout is None:
+            for key in ("pred_oracle", "conf_oracle", *(f"correct_oracle_{g}" for g in GOLDS)):
+                row[key] = None
+            return row
+        oracle = [predict(a) for a, _ in splits]
+        row["pred_oracle"] = [pred for pred, _ in oracle]
+        row["conf_oracle"] = [conf for _, conf in oracle]
+        row["correct_oracle_corpus"] = [pred == cloze.target for pred, _ in oracle]
+        row["correct_oracle_majority"] = [pred in gold_majority for pred, _ in oracle]
+        row["correct_oracle_heldout"] = [pred in g for (pred, _), g in zip(oracle, gold_heldout, strict=True)]
+        return row
+
+    def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
+        metrics: dict[str, Metric] = {}
+        kw: dict[str, Any] = {"n_resamples": self.n_resamples, "confidence": self.confidence}
+        n_bins = self.n_bins
+        rngs = metric_rngs(rng)
+
+        def mean_ece(conf: np.ndarray, correct: np.ndarray) -> float:
+            return float(np.mean(ece_columns(conf, correct, n_bins)))
+
+        for who in PREDICTORS:
+            conf_rows = present(per_instance, f"conf_{who}")
+            if not conf_rows:
+                continue
+            for gold in GOLDS:
+                key = f"correct_{who}_{gold}"
+                rows = [row for row in conf_rows if row.get(key) is not None]
+                if not rows:
+                    continue
+                correct = np.array([row[key] for row in rows], dtype=np.float64)
+                conf = np.array([row[f"conf_{who}"] for row in rows], dtype=np.float64)
+                if correct.ndim == 2 and conf.ndim == 1:  # model/human vs held-out: one confidence, many golds
+                    conf = np.repeat(conf[:, None], correct.shape[1], axis=1)
+                if correct.ndim == 1:
+                    metrics[f"ece_{who}_{gold}"] = bootstrap_metric(
+                        [conf, correct],
+                        lambda c, k: float(ece_columns(c, k, n_bins)[0]),
+                        False,
+                        rngs(f"ece_{who}_{gold}"),
+                        **kw,
+                    )
+                    metrics[f"acc_{who}_{gold}"] = mean_metric(correct, True, rngs(f"acc_{who}_{gold}"), **kw)
+                else:
+                    spread = split_spread(ece_columns(conf, correct, n_bins))
+                    metrics[f"ece_{who}_{gold}"] = bootstrap_metric(
+                        [conf, correct], mean_ece, False, rngs(f"ece_{who}_{gold}"), spread=spread, **kw
+                    )
+                    metrics[f"acc_{who}_{gold}"] = mean_metric(
+                        correct.mean(axis=1),
+                        True,
+                        rngs(f"acc_{who}_{gold}"),
+                        spread=split_spread(correct.mean(axis=0)),
+                        **kw,
+                    )
+            conf_all = np.array([row[f"conf_{who}"] for row in conf_rows], dtype=np.float64)
+            if conf_all.ndim == 1:
+                metrics[f"conf_{who}"] = mean_metric(conf_all, None, rngs(f"conf_{who}"), **kw)
+            else:
+                metrics[f"conf_{who}"] = mean_metric(
+                    conf_all.mean(axis=1), None, rngs(f"conf_{who}"), spread=split_spread(conf_all.mean(axis=0)), **kw
+                )
+        return metrics

@@ -1,0 +1,85 @@
+"""``human_control``: how far apart two random halves of the humans are, and the model against one half.
+
+Human guesses are themselves a sample (~40 per Provo position), so even a perfect model would not reach TVD 0
+against them. Splitting the guesses at random into halves A and B (``split_halves``) gives two references:
+
+- ``tvd_human_halves``: TVD(half A, half B), how much two independent human samples of ~20 disagree;
+- ``tvd_model_half``: TVD(model, half A), the model compared with a human sample of the same size as half A.
+
+Half-vs-half TVD is computed on ~20 guesses per side and is therefore inflated relative to a comparison with all
+~40 guesses (sampling noise adds distance); ``tvd_model_half`` is the like-for-like comparison with it, while the
+``tvd`` scorer's full-human TVD is not. Each of ``n_splits`` splits is drawn from the instance's rng; the metric is
+the mean over splits of the per-split expected TVD, ``spread`` is the standard deviation over splits, and the CI
+comes from a bootstrap over instances of each instance's mean over splits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.instances import Instance
+from harness.scoring import Metric
+from harness.stats import mean_metric, split_spread
+from scorers.cloze import ClozeScorer, human_splits, metric_rngs, positive_int, present
+from scorers.distributions import counts_tvd
+from scorers.tvd import EMPTY_MODEL_TVD
+
+
+class HumanControlScorer(ClozeScorer):
+    """Split-half human control for TVD. Argument ``n_splits`` (default 10).
+
+    Per instance: ``tvd_human_halves`` (list over splits), ``tvd_human_halves_mean``, ``half_sizes`` ([|A|, |B|]);
+    with a model also ``tvd_model_half`` (list) and ``tvd_model_half_mean``. Instances with fewer than 2 human
+    guesses cannot be split: their split keys are None and they are left out (``n`` shows how many counted).
+    Metrics: ``tvd_human_halves``, ``tvd_model_half`` (both lower better, with ``spread``).
+    """
+
+    name: ClassVar[str] = "human_control"
+    arg_specs: ClassVar[dict[str, tuple[Any, Any]]] = {"n_splits": (positive_int, 10)}
+
+    def __init__(self, **args: Any) -> None:
+        super().__init__(**args)
+        self.n_splits: int = self.args["n_splits"]
+
+    def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
+        cloze = self.cloze(instance)
+        total = sum(cloze.human_counts.values())
+        model = None if response is None else self.model_counts(response)
+        if total < 2:
+            row: dict[str, Any] = {"tvd_human_halves": None, "tvd_human_halves_mean": None, "half_sizes": None}
+            if model is not None:
+                row.update({"tvd_model_half": None, "tvd_model_half_mean": None})
+            return row
+        splits = human_splits(cloze.human_counts, self.n_splits, rng)
+        halves = [counts_tvd(a, b) for a, b in splits]
+        row = {
+            "tvd_human_halves": halves,
+            "tvd_human_halves_mean": float(np.mean(halves)),
+            "half_sizes": [total // 2, total - total // 2],
+        }
+        if model is not None:
+            model_half = [counts_tvd(model, a) if model else EMPTY_MODEL_TVD for a, _ in splits]
+            row.update({"tvd_model_half": model_half, "tvd_model_half_mean": float(np.mean(model_half))})
+        return row
+
+    def _metric(self, rows: list[dict[str, Any]], key: str, rng: np.random.Generator) -> Metric:
+        per_split = np.array([row[key] for row in rows], dtype=np.float64)  # (instances, splits)
+        return mean_metric(
+            per_split.mean(axis=1),
+            False,
+            rng,
+            n_resamples=self.n_resamples,
+            confidence=self.confidence,
+            spread=split_spread(per_split.mean(axis=0)),
+        )
+
+    def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
+        metrics: dict[str, Metric] = {}
+        rngs = metric_rngs(rng)
+        for key in ("tvd_human_halves", "tvd_model_half"):
+            rows = present(per_instance, key)
+            if rows:
+                metrics[key] = self._metric(rows, key, rngs(key))
+        return metrics
