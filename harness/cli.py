@@ -98,7 +98,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_ls(args: argparse.Namespace) -> int:
     registry = get_registry()
-    table = {"tasks": registry.tasks, "scorers": registry.scorers, "models": registry.models, "loaders": registry.loaders}
+    table = {
+        "tasks": registry.tasks,
+        "scorers": registry.scorers,
+        "models": registry.models,
+        "loaders": registry.loaders,
+    }
     for name, reg in sorted(table[args.what].items()):
         print(f"{name}\t{reg.plugin}")
     return 0

@@ -23,7 +23,7 @@ from harness.models import ModelAdapter, ModelSpec
 from harness.plugins import Registry, get_registry
 from harness.progress import progress
 from harness.request_building import answer, build_request, response_from_record
-from harness.results import lm_eval_entries, library_versions, metric_record, write_json, write_jsonl
+from harness.results import library_versions, lm_eval_entries, metric_record, write_json, write_jsonl
 from harness.scoring import Metric
 from harness.seeding import derive_rng, derive_seed
 from harness.store import ResponseStore
@@ -114,6 +114,7 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     runs = [_TaskRun(t, _load_data(t, registry, data_dir, options.limit)) for t in tasks]
 
     adapter: ModelAdapter | None = None
+    load_seconds: float | None = None
     model_info: dict[str, Any] = {}
     try:
         if options.model is not None and adapter_cls is not None:
@@ -121,20 +122,22 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
                 fingerprint = _fingerprint(r.task, r.data, options.model, options.seed)
                 header = {"task": r.name, "model": options.model.label, "seed": options.seed}
                 r.store = ResponseStore(out_dir / "responses" / f"{r.name}-{fingerprint}.jsonl", fingerprint, header)
-            missing = [(r, inst) for r in runs for inst in r.data.instances if inst.id not in r.store]  # type: ignore[operator]
-            if missing:
+            stores = [r.store for r in runs if r.store is not None]
+            if any(inst.id not in r.store for r in runs if r.store for inst in r.data.instances):
                 load_start = time.perf_counter()
                 adapter = adapter_cls(options.model)
-                model_info = {"load_seconds": time.perf_counter() - load_start}
+                load_seconds = time.perf_counter() - load_start
+                for store in stores:
+                    store.set_model_info(adapter.info())
             for r in runs:
                 _answer_missing(r, adapter, options.seed)
-            if adapter is not None:
-                model_info = {**adapter.info(), **model_info}
+            # From the store, so a finished run re-scored without loading the model reports the same provenance.
+            model_info = next((s.model_info for s in stores if s.model_info), {})
     finally:
         if adapter is not None:
             adapter.close()
 
-    results = _score_and_write(runs, options, out_dir, model_info)
+    results = _score_and_write(runs, options, out_dir, model_info, load_seconds)
     results["total_evaluation_time_seconds"] = round(time.perf_counter() - started, 3)
     write_json(out_dir / "results.json", results)
     return results
@@ -155,7 +158,11 @@ def _answer_missing(r: _TaskRun, adapter: ModelAdapter | None, seed: int) -> Non
 
 
 def _score_and_write(
-    runs: list[_TaskRun], options: RunOptions, out_dir: Path, model_info: dict[str, Any]
+    runs: list[_TaskRun],
+    options: RunOptions,
+    out_dir: Path,
+    model_info: dict[str, Any],
+    load_seconds: float | None,
 ) -> dict[str, Any]:
     results: dict[str, Any] = {
         "results": {},
@@ -194,7 +201,7 @@ def _score_and_write(
         "model": model.kind if model else HUMAN_ONLY_LABEL,
         "model_name": model.name if model else None,
         "model_args": dict(sorted(model.args.items())) if model else {},
-        "model_info": {k: v for k, v in model_info.items() if k != "load_seconds"},
+        "model_info": model_info,
         "human_only": model is None,
         "batch_size": model.batch_size if model else None,
         "device": model_info.get("device", model.device) if model else None,
@@ -204,8 +211,8 @@ def _score_and_write(
     }
     results["library_versions"] = library_versions()
     results["date"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-    if "load_seconds" in model_info:
-        timing["model_load_seconds"] = round(model_info["load_seconds"], 3)
+    if load_seconds is not None:
+        timing["model_load_seconds"] = round(load_seconds, 3)
     results["timing"] = timing
     return results
 

@@ -21,6 +21,9 @@ class ResponseStore:
         self.path = path
         self.fingerprint = fingerprint
         self.records: dict[str, dict[str, Any]] = {}
+        #: Provenance of the model that answered (``ModelAdapter.info()``), kept so that a finished run scored
+        #: again without loading the model writes the same results.
+        self.model_info: dict[str, Any] = {}
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists():
             self._read_existing()
@@ -56,6 +59,9 @@ class ResponseStore:
                     f"{record['fingerprint']}, this run {self.fingerprint}); delete it or use another --output-dir"
                 )
             return
+        if "model_info" in record:
+            self.model_info = record["model_info"]
+            return
         if "id" not in record:
             raise HarnessError(f"{self.path}: line {line_index + 1}: record has no 'id'")
         self.records[str(record["id"])] = record
@@ -72,6 +78,11 @@ class ResponseStore:
 
     def get(self, instance_id: str) -> dict[str, Any]:
         return self.records[instance_id]
+
+    def set_model_info(self, info: dict[str, Any]) -> None:
+        if info != self.model_info:
+            self._write_line({"model_info": info})
+            self.model_info = info
 
     def append(self, instance_id: str, seed: int, response: dict[str, Any]) -> None:
         record = {"id": instance_id, "seed": seed, "response": response}

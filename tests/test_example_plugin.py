@@ -1,0 +1,70 @@
+"""A real third-party plugin package, installed with pip, is found through the entry-point group and used."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import REPO, require_provo, run_cli
+
+
+@pytest.fixture(scope="module")
+def plugin_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Install examples/harness-example-plugin into a private directory (not into the test environment's site)."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(REPO / "examples" / "harness-example-plugin"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return target
+
+
+def test_plugin_is_listed(plugin_site: Path) -> None:
+    env = {"PYTHONPATH": str(plugin_site)}
+    plugins = json.loads(run_cli("plugins", env=env).stdout)
+    example = next(p for p in plugins if p["name"] == "example")
+    assert example["distribution"] == "harness-example-plugin 0.1.0"
+    assert example["hooks"] == ["register_models", "register_scorers", "register_tasks"]
+    assert "provo-openers\texample" in run_cli("ls", "tasks", env=env).stdout
+    assert "context-unigram\texample" in run_cli("ls", "models", env=env).stdout
+    assert "support_coverage\texample" in run_cli("ls", "scorers", env=env).stdout
+    # Without the plugin on the path, none of it is there.
+    assert "provo-openers" not in run_cli("ls", "tasks").stdout
+
+
+def test_plugin_task_scorer_and_adapter_used_by_run(plugin_site: Path, tmp_path: Path) -> None:
+    data = require_provo()
+    env = {"PYTHONPATH": str(plugin_site)}
+    args = ["run", "--tasks", "provo-openers", "--model", "context-unigram:baseline", "--data-dir", str(data)]
+    proc = run_cli(*args, "--output-dir", str(tmp_path), env=env)
+    assert "support_coverage" in proc.stdout
+    results = json.loads((tmp_path / "context-unigram__baseline" / "results.json").read_text())
+    # 55 passages, word positions 2..6, less text 55's missing word 3.
+    assert results["n-samples"]["provo-openers"] == {"original": 274, "effective": 274}
+    metrics = results["metrics"]["provo-openers"]
+    assert set(metrics) >= {"tvd", "support_coverage"}
+    assert 0.0 < metrics["support_coverage"]["value"] < 0.5
+    assert 0.5 < metrics["tvd"]["value"] <= 1.0
+    samples = [
+        json.loads(line) for line in (tmp_path / "context-unigram__baseline" / "samples_provo-openers.jsonl").open()
+    ]
+    first = samples[0]
+    assert first["id"] == "1-2" and first["doc"] == {"context": "There"}
+    # The only word in the context is "there", so every sample is "there".
+    assert first["response"]["counts"] == {"there": 200}

@@ -1,0 +1,170 @@
+"""End to end on the real Provo data: human-only reference, a real SmolLM2 run, determinism, resume after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.results import strip_volatile
+from tests.helpers import REPO, require_provo, run_cli
+
+MODEL = "hf:smollm2-135m"
+SLUG = "hf__smollm2-135m"
+
+
+def read_results(out: Path, slug: str = SLUG) -> dict:
+    return json.loads((out / slug / "results.json").read_text())
+
+
+def read_samples(out: Path, task: str = "provo", slug: str = SLUG) -> list[dict]:
+    return [json.loads(line) for line in (out / slug / f"samples_{task}.jsonl").open()]
+
+
+def test_human_only_reference_on_the_whole_data_set(tmp_path: Path) -> None:
+    data = require_provo()
+    run_cli("run", "--tasks", "provo", "--human-only", "--data-dir", str(data), "--output-dir", str(tmp_path))
+    results = read_results(tmp_path, "human")
+    assert results["n-samples"]["provo"] == {"original": 2687, "effective": 2687}
+    assert results["config"]["human_only"] is True and results["config"]["model"] == "human"
+    metrics = results["metrics"]["provo"]
+    for name in ("tvd_human_halves", "ece_human_corpus", "ece_oracle_heldout", "top1_human_guess", "entropy_human"):
+        assert name in metrics, name
+    assert not any(name.startswith(("tvd_model", "ece_model", "entropy_model")) or name == "tvd" for name in metrics)
+    # lm-eval layout
+    assert results["results"]["provo"]["alias"] == "provo"
+    assert "tvd_human_halves,none" in results["results"]["provo"]
+    assert results["task_hashes"]["provo"].startswith("sha256:")
+    assert results["versions"]["provo"] == 1
+    samples = read_samples(tmp_path, slug="human")
+    assert len(samples) == 2687 and "response" not in samples[0]
+
+
+@pytest.mark.slow
+def test_real_model_run_is_complete_and_deterministic(tmp_path: Path) -> None:
+    data = require_provo()
+    args = [
+        "run",
+        "--tasks",
+        "provo",
+        "--model",
+        MODEL,
+        "--limit",
+        "4",
+        "--task-args",
+        "n_samples=60",
+        "--data-dir",
+        str(data),
+        "--seed",
+        "3",
+        "--device",
+        "cpu",
+    ]
+    run_cli(*args, "--output-dir", str(tmp_path / "a"))
+    run_cli(*args, "--output-dir", str(tmp_path / "b"))
+    a, b = read_results(tmp_path / "a"), read_results(tmp_path / "b")
+    assert strip_volatile(a) == strip_volatile(b)
+    assert read_samples(tmp_path / "a") == read_samples(tmp_path / "b")
+
+    assert a["config"]["model"] == "hf" and a["config"]["model_name"] == "smollm2-135m"
+    assert a["config"]["random_seed"] == 3 and a["config"]["device"] == "cpu"
+    assert a["configs"]["provo"]["params"]["n_samples"] == 60
+    assert a["n-samples"]["provo"] == {"original": 2687, "effective": 4}
+    assert {"torch", "transformers", "numpy", "harness"} <= set(a["library_versions"])
+    metrics = a["metrics"]["provo"]
+    tvd = metrics["tvd"]
+    assert tvd["higher_is_better"] is False and 0.0 < tvd["value"] <= 1.0
+    assert tvd["ci"][0] <= tvd["value"] <= tvd["ci"][1]
+    assert a["responses"]["provo"]["n_requested"] == 240
+
+    samples = read_samples(tmp_path / "a")
+    assert [s["id"] for s in samples] == ["1-2", "1-3", "1-4", "1-5"]
+    first = samples[0]
+    assert first["doc"] == {"context": "There"} and first["target"] == "are"
+    assert first["human"]["counts"]["are"] == 16
+    counts = first["response"]["counts"]
+    assert sum(counts.values()) + sum(first["response"]["rejected"].values()) == 60
+    assert all(w == w.lower() for w in counts)
+    assert 0.0 <= first["metrics"]["tvd"] <= 1.0
+
+    # A finished run is not redone: the second command found every response stored and loaded no model.
+    again = run_cli(*args, "--output-dir", str(tmp_path / "a"))
+    assert "model_load_seconds" not in read_results(tmp_path / "a")["timing"], again.stdout
+
+
+@pytest.mark.slow
+def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path: Path) -> None:
+    data = require_provo()
+    args = [
+        "run",
+        "--tasks",
+        "provo",
+        "--model",
+        MODEL,
+        "--limit",
+        "10",
+        "--task-args",
+        "n_samples=300",
+        "--data-dir",
+        str(data),
+        "--device",
+        "cpu",
+    ]
+    run_cli(*args, "--output-dir", str(tmp_path / "clean"))
+
+    out = tmp_path / "killed"
+    env = {**os.environ, "HARNESS_NO_PROGRESS": "1"}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", *args, "--output-dir", str(out)],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    store_dir = out / SLUG / "responses"
+    deadline = time.monotonic() + 300
+    done = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        stores = list(store_dir.glob("provo-*.jsonl")) if store_dir.exists() else []
+        done = sum(1 for _ in stores[0].open()) - 1 if stores else 0
+        if done >= 4:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, f"run ended before it could be killed: {proc.stderr.read() if proc.stderr else ''}"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert not (out / SLUG / "results.json").exists()
+    killed_at = sum(1 for _ in next(store_dir.glob("provo-*.jsonl")).open()) - 1
+    assert 4 <= killed_at < 10
+
+    run_cli(*args, "--output-dir", str(out))
+    store = next(store_dir.glob("provo-*.jsonl")).read_text().splitlines()
+    ids = [json.loads(line)["id"] for line in store[1:]]
+    assert len(ids) == 10 and len(set(ids)) == 10, "finished instances were redone or lost"
+    assert strip_volatile(read_results(out)) == strip_volatile(read_results(tmp_path / "clean"))
+    assert read_samples(out) == read_samples(tmp_path / "clean")
+
+
+def test_missing_data_is_one_clear_line(tmp_path: Path) -> None:
+    proc = run_cli(
+        "run",
+        "--tasks",
+        "provo",
+        "--human-only",
+        "--data-dir",
+        str(tmp_path / "nowhere"),
+        "--output-dir",
+        str(tmp_path / "out"),
+        check=False,
+        env={"HARNESS_OFFLINE": "1"},
+    )
+    assert proc.returncode == 2
+    err = proc.stderr.strip()
+    assert err.startswith("error: ") and "\n" not in err
+    assert str(tmp_path / "nowhere") in err and "HARNESS_DATA_DIR" in err
