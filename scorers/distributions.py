@@ -130,3 +130,22 @@ def split_halves(counts: Counts, rng: np.random.Generator) -> tuple[dict[str, in
     half_a = Counter(guesses[i] for i in order[:half])
     half_b = Counter(guesses[i] for i in order[half:])
     return dict(sorted(half_a.items())), dict(sorted(half_b.items()))
+
+
+def subsample(counts: Counts, k: int, rng: np.random.Generator) -> dict[str, int]:
+    """``k`` of the individual items drawn without replacement (all of them if there are at most ``k``).
+
+    Drawing without replacement from i.i.d. samples gives ``k`` i.i.d. samples, so a subsample of a model's
+    samples is a model sample of size ``k``, comparable with a human sample of the same size. Deterministic given
+    ``rng``, like ``split_halves``.
+    """
+    _check_counts(counts)
+    if k < 0:
+        raise ValueError(f"subsample size must be >= 0, got {k}")
+    items: list[str] = []
+    for word in sorted(counts):
+        items.extend([word] * int(counts[word]))
+    if len(items) <= k:
+        return dict(sorted(Counter(items).items()))
+    chosen = rng.choice(len(items), size=k, replace=False)
+    return dict(sorted(Counter(items[i] for i in chosen).items()))

@@ -4,13 +4,23 @@ Human guesses are themselves a sample (~40 per Provo position), so even a perfec
 against them. Splitting the guesses at random into halves A and B (``split_halves``) gives two references:
 
 - ``tvd_human_halves``: TVD(half A, half B), how much two independent human samples of ~20 disagree;
-- ``tvd_model_half``: TVD(model, half A), the model compared with a human sample of the same size as half A.
+- ``tvd_model_half``: TVD(model, half A), the model compared with a human sample of the same size as half A;
+- ``tvd_model_sub_half``: TVD(model subsample, half A), where the subsample is ``|B|`` of the model's accepted
+  samples drawn without replacement: a model sample of the same size as half B, so a model that matched the
+  human distribution exactly would score the same as ``tvd_human_halves`` in expectation.
 
 Half-vs-half TVD is computed on ~20 guesses per side and is therefore inflated relative to a comparison with all
-~40 guesses (sampling noise adds distance); ``tvd_model_half`` is the like-for-like comparison with it, while the
-``tvd`` scorer's full-human TVD is not. Each of ``n_splits`` splits is drawn from the instance's rng; the metric is
-the mean over splits of the per-split expected TVD, ``spread`` is the standard deviation over splits, and the CI
-comes from a bootstrap over instances of each instance's mean over splits.
+~40 guesses (sampling noise adds distance). ``tvd_model_half`` puts the model against a human sample of the same
+size, so it is the like-for-like comparison with ``tvd_human_halves`` (the ``tvd`` scorer's full-human TVD is
+not). It still has sampling noise on the human side only: by convexity of TVD, a model equal to the human
+distribution would score below ``tvd_human_halves`` on it, so only a model above ``tvd_human_halves`` is clearly
+further from the humans than another group of humans. ``tvd_model_sub_half`` removes that asymmetry: it is the
+direct model-for-human swap.
+
+Each of ``n_splits`` splits is drawn from the instance's rng (model subsamples are drawn after all splits, so
+the splits match a human-only run). The metric is the mean over splits of the per-split expected TVD,
+``spread`` the standard deviation over splits, and the CI comes from a bootstrap over instances of each
+instance's mean over splits.
 """
 
 from __future__ import annotations
@@ -23,17 +33,20 @@ from harness.instances import Instance
 from harness.scoring import Metric
 from harness.stats import mean_metric, split_spread
 from scorers.cloze import ClozeScorer, human_splits, metric_rngs, positive_int, present
-from scorers.distributions import counts_tvd
+from scorers.distributions import counts_tvd, subsample
 from scorers.tvd import EMPTY_MODEL_TVD
+
+#: Per-split model comparisons (absent in human-only runs).
+MODEL_KEYS = ("tvd_model_half", "tvd_model_sub_half")
 
 
 class HumanControlScorer(ClozeScorer):
     """Split-half human control for TVD. Argument ``n_splits`` (default 10).
 
     Per instance: ``tvd_human_halves`` (list over splits), ``tvd_human_halves_mean``, ``half_sizes`` ([|A|, |B|]);
-    with a model also ``tvd_model_half`` (list) and ``tvd_model_half_mean``. Instances with fewer than 2 human
-    guesses cannot be split: their split keys are None and they are left out (``n`` shows how many counted).
-    Metrics: ``tvd_human_halves``, ``tvd_model_half`` (both lower better, with ``spread``).
+    with a model also ``tvd_model_half`` and ``tvd_model_sub_half`` (lists) and their ``_mean``. Instances with
+    fewer than 2 human guesses cannot be split: their split keys are None and they are left out (see ``n``).
+    Metrics: ``tvd_human_halves``, ``tvd_model_half``, ``tvd_model_sub_half`` (lower better, with ``spread``).
     """
 
     name: ClassVar[str] = "human_control"
@@ -50,7 +63,7 @@ class HumanControlScorer(ClozeScorer):
         if total < 2:
             row: dict[str, Any] = {"tvd_human_halves": None, "tvd_human_halves_mean": None, "half_sizes": None}
             if model is not None:
-                row.update({"tvd_model_half": None, "tvd_model_half_mean": None})
+                row.update({f"{key}{suffix}": None for key in MODEL_KEYS for suffix in ("", "_mean")})
             return row
         splits = human_splits(cloze.human_counts, self.n_splits, rng)
         halves = [counts_tvd(a, b) for a, b in splits]
@@ -60,8 +73,20 @@ class HumanControlScorer(ClozeScorer):
             "half_sizes": [total // 2, total - total // 2],
         }
         if model is not None:
+            # Drawn after every split, so the human splits are the same as in a human-only run.
+            subs = [subsample(model, sum(b.values()), rng) for _, b in splits]
             model_half = [counts_tvd(model, a) if model else EMPTY_MODEL_TVD for a, _ in splits]
-            row.update({"tvd_model_half": model_half, "tvd_model_half_mean": float(np.mean(model_half))})
+            model_sub = [
+                counts_tvd(sub, a) if sub else EMPTY_MODEL_TVD for sub, (a, _) in zip(subs, splits, strict=True)
+            ]
+            row.update(
+                {
+                    "tvd_model_half": model_half,
+                    "tvd_model_half_mean": float(np.mean(model_half)),
+                    "tvd_model_sub_half": model_sub,
+                    "tvd_model_sub_half_mean": float(np.mean(model_sub)),
+                }
+            )
         return row
 
     def _metric(self, rows: list[dict[str, Any]], key: str, rng: np.random.Generator) -> Metric:
@@ -78,7 +103,7 @@ class HumanControlScorer(ClozeScorer):
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
         metrics: dict[str, Metric] = {}
         rngs = metric_rngs(rng)
-        for key in ("tvd_human_halves", "tvd_model_half"):
+        for key in ("tvd_human_halves", *MODEL_KEYS):
             rows = present(per_instance, key)
             if rows:
                 metrics[key] = self._metric(rows, key, rngs(key))

@@ -12,6 +12,7 @@ from scorers.distributions import (
     entropy_bits,
     majority_words,
     split_halves,
+    subsample,
     to_distribution,
     top_word,
     tvd,
@@ -100,3 +101,15 @@ def test_split_halves_deterministic_given_seed_and_independent_of_dict_order() -
 def test_split_halves_of_a_single_word_is_that_word_twice() -> None:
     assert split_halves({"a": 4}, np.random.default_rng(0)) == ({"a": 2}, {"a": 2})
     assert split_halves({"a": 1}, np.random.default_rng(0)) == ({}, {"a": 1})
+
+
+def test_subsample_draws_without_replacement() -> None:
+    counts = {"a": 5, "b": 3, "c": 2}
+    sub = subsample(counts, 4, np.random.default_rng(0))
+    assert sum(sub.values()) == 4
+    assert all(sub[w] <= counts[w] for w in sub)
+    assert subsample(counts, 4, np.random.default_rng(0)) == sub
+    assert subsample({"b": 3, "c": 2, "a": 5}, 4, np.random.default_rng(0)) == sub
+    assert subsample(counts, 10, np.random.default_rng(0)) == counts
+    assert subsample(counts, 99, np.random.default_rng(0)) == counts  # fewer items than asked: all of them
+    assert subsample(counts, 0, np.random.default_rng(0)) == {}

@@ -146,6 +146,8 @@ def test_unanimous_humans_make_split_metrics_deterministic() -> None:
     assert (c["tvd_human_halves"].value, c["tvd_human_halves"].spread) == (0.0, 0.0)
     # TVD({a:.5, b:.5}, {a:1}) = 0.5, and the same for {b:1}
     assert (c["tvd_model_half"].value, c["tvd_model_half"].spread) == (0.5, 0.0)
+    # Subsamples of |B| = 2 (u1) or all 2 samples (u2, |B| = 3 > 2) of {a:1, b:1} are {a:1, b:1}: again 0.5
+    assert (c["tvd_model_sub_half"].value, c["tvd_model_sub_half"].spread) == (0.5, 0.0)
     e = ece.aggregate(e_rows, np.random.default_rng(0))
     # Oracle: conf 1.0, corpus-correct [1, 0] -> bin 9 |1 - 2| / 2 = 0.5; held-out majority always right -> 0
     assert e["ece_oracle_corpus"].value == pytest.approx(0.5)
@@ -164,7 +166,7 @@ def test_human_control_aggregate_is_mean_over_splits_with_spread() -> None:
     ]
     rows = [scorer.score(i, RESPONSES[0], np.random.default_rng(k)) for k, i in enumerate(instances)]
     metrics = scorer.aggregate(rows, np.random.default_rng(0))
-    for key in ("tvd_human_halves", "tvd_model_half"):
+    for key in ("tvd_human_halves", "tvd_model_half", "tvd_model_sub_half"):
         table = np.array([r[key] for r in rows])
         assert table.shape == (4, 5)
         assert [r[f"{key}_mean"] for r in rows] == pytest.approx(table.mean(axis=1))
