@@ -1,0 +1,352 @@
+"""Efficient next-word sampling: ``n`` ancestral samples after one context, shared through a prefix trie.
+
+Plain sampling (``generate(do_sample=True, num_return_sequences=n)``) runs the context once per sample and expands
+every sample token by token, although most samples share their first tokens. This sampler draws the *same*
+distribution with far fewer token positions (see ``docs/word-sampling.md``):
+
+* the context is encoded once; its key/value cache is reused by every sample;
+* sample counts are split over a prefix trie: at a node reached by ``c`` samples, the ``c`` next tokens are i.i.d.
+  draws from the node's next-token distribution, so their counts are one ``Multinomial(c, p)`` draw, and each child
+  prefix with count ``c_t`` is again ``c_t`` i.i.d. continuations of that prefix. Repeating this level by level is
+  ancestral sampling of ``n`` independent sequences, grouped by shared prefix;
+* a child whose text already fixes the word (or that ends with end-of-sequence, or reaches the token cap) is a leaf
+  and is never run through the model; the other children of one trie level go through one batched forward step,
+  each with its parent's key/value rows selected from the parent level's cache (beam-search style reordering).
+
+The word of a sample is a function of its token sequence only, and a leaf is only declared once every extension of
+its prefix yields the same word, so stopping early never changes a sample's word.
+
+Results depend on the request and the model only (one request is processed at a time, traversal order and random
+draws are fixed by ``request.seed``). The batch size changes how rows are grouped into forward passes, which can
+change floating-point rounding; keep it fixed to reproduce results bit for bit.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import torch
+
+from harness.requests import SampleWordsRequest, SampleWordsResponse
+from harness.text import first_complete_word, paper_first_word
+
+#: The characters the original study stripped (Python's ``string.punctuation``, as in ``harness.text``).
+_PAPER_PUNCTUATION = str.maketrans("", "", string.punctuation)
+
+#: Rejection reasons (see ``SampleWordsResponse``).
+EMPTY = "empty"
+TRUNCATED = "truncated"
+
+Outcome = tuple[Literal["word", "reject", "open"], str]
+
+
+def _first_chunk_closed(text: str) -> bool:
+    """Whether ``text`` has a non-whitespace run followed by whitespace (what ``str.split`` calls a finished word)."""
+    pos, n = 0, len(text)
+    while pos < n and text[pos].isspace():
+        pos += 1
+    if pos == n:
+        return False
+    while pos < n and not text[pos].isspace():
+        pos += 1
+    return pos < n
+
+
+def decide_word(text: str, *, ended: bool, depth: int, mode: str, max_new_tokens: int) -> Outcome:
+    """Classify a sample prefix: ``("word", w)``, ``("reject", reason)``, or ``("open", "")`` if more tokens matter.
+
+    ``text`` is the decoded continuation so far, ``ended`` whether its last token was end-of-sequence, ``depth`` its
+    number of tokens (end-of-sequence included). A prefix is closed only when no continuation can change its word:
+
+    * ``exact``: the first chunk that normalises to a word is followed by whitespace (or the sample ended). Text only
+      grows at the end, so that chunk and its normalised form are fixed. No word at end-of-sequence is ``empty``; no
+      complete word after ``max_new_tokens`` tokens is ``truncated``.
+    * ``paper``: the study took the first word of the text of 5 tokens after stripping punctuation, even a cut-off
+      one. Once the stripped text has a chunk followed by whitespace, further tokens cannot change the first word;
+      otherwise the sample runs to ``max_new_tokens`` tokens or end-of-sequence. No word is ``empty``.
+    """
+    final = ended or depth >= max_new_tokens
+    if mode == "exact":
+        word, complete = first_complete_word(text, ended)
+        if word is not None and complete:
+            return "word", word
+        if ended:
+            return "reject", EMPTY
+        if depth >= max_new_tokens:
+            return "reject", TRUNCATED
+        return "open", ""
+    if mode == "paper":
+        if final or _first_chunk_closed(text.translate(_PAPER_PUNCTUATION)):
+            word = paper_first_word(text)
+            return ("word", word) if word else ("reject", EMPTY)
+        return "open", ""
+    raise ValueError(f"unknown word mode {mode!r}: expected 'exact' or 'paper'")
+
+
+def continuation_text(tokenizer: Any, context_ids: Sequence[int], tokens: Sequence[int]) -> str:
+    """Decode ``tokens`` as they read after the context.
+
+    The whole token list is decoded at once, never token by token, because byte-level BPE splits multi-byte UTF-8
+    characters over tokens. Decoding context plus continuation and removing the decoded context keeps word-initial
+    spaces for SentencePiece-style tokenizers, which drop a leading space when a continuation is decoded alone.
+    Special tokens (end-of-sequence) are not part of the text.
+    """
+    kwargs = {"skip_special_tokens": True, "clean_up_tokenization_spaces": False}
+    if not tokens:
+        return ""
+    head = tokenizer.decode(list(context_ids), **kwargs)
+    full = tokenizer.decode(list(context_ids) + list(tokens), **kwargs)
+    if full.startswith(head):
+        return str(full[len(head) :])
+    return str(tokenizer.decode(list(tokens), **kwargs))
+
+
+def eos_token_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    """End-of-sequence ids as ``generate`` sees them: the generation config's, else the tokenizer's."""
+    config = getattr(model, "generation_config", None)
+    eos = getattr(config, "eos_token_id", None) if config is not None else None
+    if eos is None:
+        eos = getattr(tokenizer, "eos_token_id", None)
+    if eos is None:
+        return frozenset()
+    if isinstance(eos, int):
+        return frozenset({eos})
+    return frozenset(int(t) for t in eos)
+
+
+def _max_context_tokens(model: Any, max_new_tokens: int) -> int | None:
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    limit = getattr(config, "max_position_embeddings", None)
+    if not isinstance(limit, int) or limit <= 0:
+        return None
+    return max(1, limit - max_new_tokens)
+
+
+def encode_context(tokenizer: Any, model: Any, context: str, max_new_tokens: int) -> list[int]:
+    """Token ids of ``context`` with the tokenizer's default special tokens, left-truncated to fit the model.
+
+    A context longer than ``max_position_embeddings - max_new_tokens`` keeps its rightmost tokens (the ones that
+    matter most for the next word); a leading BOS token, if the tokenizer adds one, is kept in front. An empty
+    context is replaced by the BOS token, since a forward pass needs at least one position.
+    """
+    ids = [int(t) for t in tokenizer(context)["input_ids"]]
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if not ids:
+        if bos is None:
+            raise ValueError("empty context and the tokenizer has no BOS token to condition on")
+        ids = [int(bos)]
+    limit = _max_context_tokens(model, max_new_tokens)
+    if limit is not None and len(ids) > limit:
+        if bos is not None and ids[0] == bos and limit > 1:
+            ids = [ids[0]] + ids[len(ids) - (limit - 1) :]
+        else:
+            ids = ids[len(ids) - limit :]
+    return ids
+
+
+@dataclass
+class _Node:
+    """A trie node: a token prefix, the samples that reached it, its parent's row in the previous level, its word."""
+
+    tokens: tuple[int, ...]
+    count: int
+    parent_row: int
+    text: str
+    outcome: Outcome = ("open", "")
+
+
+@dataclass
+class _Chunk:
+    """One forward pass: rows ``start:end`` of a trie level, their key/value cache and last-position logits."""
+
+    cache: Any
+    start: int
+    end: int
+    logits: torch.Tensor
+
+
+def _shallow_copy_cache(cache: Any) -> Any:
+    """A cache whose layers can be reassigned without touching ``cache``: layers rebind tensors, never write."""
+    new = copy.copy(cache)
+    new.layers = [copy.copy(layer) for layer in cache.layers]
+    return new
+
+
+def _mergeable(cache: Any) -> bool:
+    """Whether rows from several caches can be concatenated layer by layer (plain key/value tensor layers)."""
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+    return all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in cache.layers)
+
+
+def _gather(parts: list[tuple[Any, torch.Tensor]]) -> Any:
+    """A new cache holding the given rows of one or more chunk caches, in order."""
+    if len(parts) == 1:
+        cache, rows = parts[0]
+        new = _shallow_copy_cache(cache)
+        new.reorder_cache(rows)
+        return new
+    new = _shallow_copy_cache(parts[0][0])
+    for i, layer in enumerate(new.layers):
+        layer.keys = torch.cat([c.layers[i].keys.index_select(0, r.to(c.layers[i].keys.device)) for c, r in parts])
+        layer.values = torch.cat(
+            [c.layers[i].values.index_select(0, r.to(c.layers[i].values.device)) for c, r in parts]
+        )
+    return new
+
+
+class TrieWordSampler:
+    """Samples next words for one model; holds the model-dependent setup so each request does only its own work."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, batch_size: int = 64, device: torch.device | None = None):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.batch_size = batch_size
+        self.device = device if device is not None else next(model.parameters()).device
+        self.eos = eos_token_ids(model, tokenizer)
+        params = inspect.signature(model.forward).parameters
+        # Only the last position's logits are needed; skipping the rest saves a vocab-sized matmul per context token.
+        self._logits_kwargs: dict[str, Any] = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+
+    def _new_cache(self) -> Any:
+        from transformers import DynamicCache
+
+        return DynamicCache(config=self.model.config)
+
+    def _forward(self, input_ids: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
+        out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **self._logits_kwargs)
+        return out.logits[:, -1, :], out.past_key_values
+
+    @staticmethod
+    def _probabilities(logits: torch.Tensor, temperature: float) -> np.ndarray:
+        """Full-softmax next-token probabilities in float64, each row renormalised for ``rng.multinomial``.
+
+        ``temperature == 0`` puts all mass on the argmax (greedy). Called per forward chunk, so memory stays at
+        ``batch_size`` vocabularies of float64 however wide a trie level is.
+        """
+        rows = logits.detach().to(device="cpu", dtype=torch.float64)
+        if not bool(torch.isfinite(rows).all()):
+            raise FloatingPointError("the model produced non-finite logits (try dtype=float32)")
+        if temperature == 0:
+            probs = torch.zeros_like(rows)
+            probs[torch.arange(rows.shape[0]), rows.argmax(dim=-1)] = 1.0
+        else:
+            probs = torch.softmax(rows / temperature, dim=-1)
+        p: np.ndarray = probs.numpy()
+        return p / p.sum(axis=-1, keepdims=True)
+
+    def _level_slices(self, nodes: list[_Node], chunks: list[_Chunk], mergeable: bool) -> list[tuple[int, int]]:
+        """Row ranges of the next forward passes: at most ``batch_size`` rows, within one parent chunk if needed."""
+        slices: list[tuple[int, int]] = []
+        start = 0
+        while start < len(nodes):
+            end = min(start + self.batch_size, len(nodes))
+            if not mergeable:
+                chunk_end = next(c.end for c in chunks if c.start <= nodes[start].parent_row < c.end)
+                while end > start + 1 and nodes[end - 1].parent_row >= chunk_end:
+                    end -= 1
+            slices.append((start, end))
+            start = end
+        return slices
+
+    def _run_level(self, nodes: list[_Node], chunks: list[_Chunk]) -> list[_Chunk]:
+        """One trie level: forward every node's last token on its parent's cache rows, in chunks of ``batch_size``."""
+        mergeable = _mergeable(chunks[0].cache)
+        new_chunks: list[_Chunk] = []
+        for start, end in self._level_slices(nodes, chunks, mergeable):
+            parts: list[tuple[Any, torch.Tensor]] = []
+            for chunk in chunks:
+                rows = [n.parent_row - chunk.start for n in nodes[start:end] if chunk.start <= n.parent_row < chunk.end]
+                if rows:
+                    parts.append((chunk.cache, torch.tensor(rows, dtype=torch.long, device=self.device)))
+            cache = _gather(parts)
+            input_ids = torch.tensor([[n.tokens[-1]] for n in nodes[start:end]], dtype=torch.long, device=self.device)
+            logits, cache = self._forward(input_ids, cache)
+            new_chunks.append(_Chunk(cache, start, end, logits))
+        return new_chunks
+
+    def _child(
+        self, parent: _Node, row: int, token: int, count: int, context_ids: list[int], request: SampleWordsRequest
+    ) -> _Node:
+        """The trie node ``parent + token`` reached by ``count`` samples, with its word outcome decided."""
+        tokens = (*parent.tokens, token)
+        ended = token in self.eos
+        # End-of-sequence adds no text, so an ended child reads exactly like its parent.
+        text = parent.text if ended else continuation_text(self.tokenizer, context_ids, tokens)
+        outcome = decide_word(
+            text, ended=ended, depth=len(tokens), mode=request.mode, max_new_tokens=request.max_new_tokens
+        )
+        return _Node(tokens=tokens, count=count, parent_row=row, text=text, outcome=outcome)
+
+    def sample(self, request: SampleWordsRequest) -> SampleWordsResponse:
+        """Answer one request; see the module docstring for the algorithm and why it samples exactly."""
+        _validate(request)
+        if request.n == 0:
+            return SampleWordsResponse(counts={}, n_requested=0, rejected={}, tokens_evaluated=0)
+        rng = np.random.default_rng(request.seed)
+        counts: dict[str, int] = {}
+        rejected: dict[str, int] = {}
+        context_ids = encode_context(self.tokenizer, self.model, request.context, request.max_new_tokens)
+        evaluated = len(context_ids)
+
+        with torch.inference_mode():
+            root_ids = torch.tensor([context_ids], dtype=torch.long, device=self.device)
+            root_logits, root_cache = self._forward(root_ids, self._new_cache())
+            chunks = [_Chunk(root_cache, 0, 1, root_logits)]
+            parents = [_Node(tokens=(), count=request.n, parent_row=0, text="")]
+
+            while parents:
+                level: list[_Node] = []
+                for chunk in chunks:
+                    probs = self._probabilities(chunk.logits, request.temperature)
+                    for row in range(chunk.start, chunk.end):
+                        drawn = rng.multinomial(parents[row].count, probs[row - chunk.start])
+                        for token in np.flatnonzero(drawn).tolist():
+                            child = self._child(parents[row], row, token, int(drawn[token]), context_ids, request)
+                            kind, value = child.outcome
+                            if kind == "word":
+                                counts[value] = counts.get(value, 0) + child.count
+                            elif kind == "reject":
+                                rejected[value] = rejected.get(value, 0) + child.count
+                            else:
+                                level.append(child)
+                if not level:
+                    break
+                chunks = self._run_level(level, chunks)
+                evaluated += len(level)
+                parents = level
+
+        return SampleWordsResponse(counts=counts, n_requested=request.n, rejected=rejected, tokens_evaluated=evaluated)
+
+
+def _validate(request: SampleWordsRequest) -> None:
+    if request.n < 0:
+        raise ValueError(f"n must be non-negative, got {request.n}")
+    if request.max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be at least 1, got {request.max_new_tokens}")
+    if not request.temperature >= 0:
+        raise ValueError(f"temperature must be >= 0, got {request.temperature}")
+    if request.mode not in ("exact", "paper"):
+        raise ValueError(f"unknown word mode {request.mode!r}: expected 'exact' or 'paper'")
+
+
+def sample_words(
+    model: Any,
+    tokenizer: Any,
+    request: SampleWordsRequest,
+    *,
+    batch_size: int = 64,
+    device: torch.device | None = None,
+) -> SampleWordsResponse:
+    """``n`` next words after ``request.context`` (see :class:`TrieWordSampler`); one-off convenience wrapper."""
+    return TrieWordSampler(model, tokenizer, batch_size=batch_size, device=device).sample(request)
