@@ -37,6 +37,12 @@ def test_tvd_hand_example() -> None:
     assert counts_tvd({"a": 1, "b": 3}, {"a": 1, "b": 1}) == pytest.approx(0.25)
 
 
+def test_counts_tvd_is_exact_for_integer_counts() -> None:
+    # 0.5 * (|.5-.5| + |.25-.5| + |.25-0|) = 0.25 exactly, whatever the summation order
+    assert counts_tvd({"a": 2, "b": 1, "c": 1}, {"a": 1, "b": 1}) == 0.25
+    assert counts_tvd({"c": 1, "b": 1, "a": 2}, {"b": 1, "a": 1}) == 0.25
+
+
 def test_tvd_bounds_and_symmetry() -> None:
     assert counts_tvd({"a": 5, "b": 1}, {"b": 2, "a": 10}) == 0.0
     assert counts_tvd({"a": 1}, {"b": 7}) == 1.0
