@@ -41,7 +41,7 @@ class Registry:
     plugins: list[dict[str, Any]] = field(default_factory=list)
 
     def scorer(self, name: str) -> type[Scorer]:
-        return self._get(self.scorers, name, "scorer").obj  # type: ignore[no-any-return]
+        return self._get(self.scorers, name, "scorer").obj
 
     def model(self, kind: str) -> type[ModelAdapter]:
         """The adapter class for ``kind``; a ``"module:Class"`` string is imported now (keeps start-up light)."""
@@ -54,7 +54,7 @@ class Registry:
         return entry.obj
 
     def loader(self, name: str) -> Loader:
-        return self._get(self.loaders, name, "data loader").obj  # type: ignore[no-any-return]
+        return self._get(self.loaders, name, "data loader").obj
 
     @staticmethod
     def _get(table: dict[str, Registered], name: str, what: str) -> Registered:

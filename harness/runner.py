@@ -240,10 +240,10 @@ def _score_task(r: _TaskRun, seed: int) -> tuple[dict[str, Metric], list[dict[st
             "human": inst.human(),
             "metrics": values,
         }
-        if hasattr(inst, "target"):
-            sample["target"] = inst.target
-        if getattr(inst, "meta", None):
-            sample["meta"] = inst.meta
+        for optional in ("target", "meta"):
+            value = getattr(inst, optional, None)
+            if value:
+                sample[optional] = value
         if record is not None:
             sample["seed"] = record["seed"]
             sample["response"] = record["response"]
