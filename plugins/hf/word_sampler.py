@@ -235,8 +235,9 @@ class TrieWordSampler:
         ``batch_size`` vocabularies of float64 however wide a trie level is.
         """
         rows = logits.detach().to(device="cpu", dtype=torch.float64)
-        if not bool(torch.isfinite(rows).all()):
-            raise FloatingPointError("the model produced non-finite logits (try dtype=float32)")
+        # -inf is a legitimate "never" (masked tokens); NaN, +inf or a row with no finite logit is a numeric failure.
+        if bool(torch.isnan(rows).any() or torch.isposinf(rows).any() or not torch.isfinite(rows).any(dim=-1).all()):
+            raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
         if temperature == 0:
             probs = torch.zeros_like(rows)
             probs[torch.arange(rows.shape[0]), rows.argmax(dim=-1)] = 1.0

