@@ -49,7 +49,8 @@ CONVERSION_FORMAT = 1
 
 #: Batch size used when the user asks for ``auto``. Fixed per device type, never derived from free memory, because
 #: the batch composition changes floating-point rounding and results must be a function of the configuration only.
-AUTO_BATCH_SIZE: dict[str, int] = {"cpu": 64, "cuda": 256}
+#: (The sampler also lowers rows per pass for long contexts, from the model and request alone.)
+AUTO_BATCH_SIZE: dict[str, int] = {"cpu": 256, "cuda": 512}
 
 _DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
@@ -194,6 +195,10 @@ def convert_atomically(entry: Path, facts: dict[str, Any], write: Callable[[Path
     entry.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{entry.name}-", dir=entry.parent))
     try:
+        # mkdtemp makes the directory private (0700); give the entry the permissions a plain mkdir would have.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o777 & ~umask)
         write(tmp)
         (tmp / MARKER_FILE).write_text(json.dumps(facts, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         if entry.exists() and not _cache_entry_valid(entry, facts):
