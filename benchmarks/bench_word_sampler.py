@@ -41,7 +41,7 @@ if str(REPO) not in sys.path:
 
 from harness.requests import SampleWordsRequest  # noqa: E402
 from plugins.hf.loading import load_hf_model  # noqa: E402
-from plugins.hf.word_sampler import TrieWordSampler, encode_context  # noqa: E402
+from plugins.hf.word_sampler import DEFAULT_BATCH_SIZE, TrieWordSampler, encode_context  # noqa: E402
 
 
 @dataclass
@@ -53,7 +53,9 @@ class Row:
     exact_s: float
     exact_positions: int
     top_words: str
+    paper_cpu: float = 0.0
     generate_s: float | None = None
+    generate_cpu: float | None = None
     generate_positions: int | None = None
 
 
@@ -81,9 +83,12 @@ def pick_contexts(path: Path, k: int) -> list[dict[str, Any]]:
     return picked
 
 
-def time_generate(model: Any, ids: list[int], n: int, max_new_tokens: int, pad: int, seed: int) -> tuple[float, int]:
-    """Wall time of plain sampling, and the token positions it evaluated: ``n * (context + steps - 1)``."""
+def time_generate(
+    model: Any, ids: list[int], n: int, max_new_tokens: int, pad: int, seed: int
+) -> tuple[float, float, int]:
+    """Wall and CPU time of plain sampling, and the positions it evaluated: ``n * (context + steps - 1)``."""
     torch.manual_seed(seed)
+    cpu = time.process_time()
     start = time.perf_counter()
     with torch.inference_mode():
         out = model.generate(
@@ -97,9 +102,9 @@ def time_generate(model: Any, ids: list[int], n: int, max_new_tokens: int, pad: 
             num_return_sequences=n,
             pad_token_id=pad,
         )
-    seconds = time.perf_counter() - start
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     steps = out.shape[1] - len(ids)  # every row runs every step: finished rows are padded, not dropped
-    return seconds, n * (len(ids) + steps - 1)
+    return seconds, cpu, n * (len(ids) + steps - 1)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -110,7 +115,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--max-new-tokens", type=int, default=5, help="paper-mode tokens (default 5)")
     p.add_argument("--exact-max-new-tokens", type=int, default=32, help="exact-mode token cap (default 32)")
-    p.add_argument("--batch-size", type=int, default=64, help="trie rows per forward pass (default 64)")
+    p.add_argument(
+        "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help=f"trie rows per pass (default {DEFAULT_BATCH_SIZE})"
+    )
     p.add_argument(
         "--generate-contexts",
         type=int,
@@ -142,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
 
     print(f"# next-word sampling benchmark: {args.model} on {platform.processor() or platform.machine()} CPU, ")
     print(f"# torch {torch.__version__}, {args.threads} threads, n={args.n}, trie batch {args.batch_size}")
-    print(f"# model load {load_s:.1f} s from {loaded.path}")
+    print(f"# model load {load_s:.1f} s from {loaded.path}; load average {os.getloadavg()[0]:.2f}")
     rows: list[Row] = []
     for i, ctx in enumerate(contexts):
         label = f"{ctx['text_id']}:{ctx['word_num']}"
@@ -153,9 +160,9 @@ def main(argv: list[str] | None = None) -> int:
         exact_req = SampleWordsRequest(
             context=ctx["context"], n=args.n, seed=args.seed, mode="exact", max_new_tokens=args.exact_max_new_tokens
         )
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         paper = sampler.sample(paper_req)
-        t1 = time.perf_counter()
+        c1, t1 = time.process_time(), time.perf_counter()
         exact = sampler.sample(exact_req)
         t2 = time.perf_counter()
         top = sorted(paper.counts.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
@@ -163,13 +170,14 @@ def main(argv: list[str] | None = None) -> int:
             label=label,
             context_tokens=len(ids),
             paper_s=t1 - t0,
+            paper_cpu=c1 - c0,
             paper_positions=paper.tokens_evaluated,
             exact_s=t2 - t1,
             exact_positions=exact.tokens_evaluated,
             top_words=", ".join(f"{w} {c}" for w, c in top),
         )
         if i < n_generate:
-            row.generate_s, row.generate_positions = time_generate(
+            row.generate_s, row.generate_cpu, row.generate_positions = time_generate(
                 model, ids, args.n, args.max_new_tokens, pad, args.seed
             )
         rows.append(row)
@@ -201,11 +209,15 @@ def main(argv: list[str] | None = None) -> int:
     if timed:
         gen = sum(r.generate_s or 0.0 for r in timed)
         trie = sum(r.paper_s for r in timed)
+        gen_cpu = sum(r.generate_cpu or 0.0 for r in timed)
+        trie_cpu = sum(r.paper_cpu for r in timed)
         print(
-            f"generate (n={args.n}, {len(timed)} context(s)): {gen:.1f} s vs trie paper {trie:.2f} s "
-            f"-> {gen / trie:.0f}x faster; positions {sum(r.generate_positions or 0 for r in timed)} vs "
-            f"{sum(r.paper_positions for r in timed)}"
+            f"generate (n={args.n}, {len(timed)} context(s)): {gen:.1f} s wall vs trie paper {trie:.2f} s "
+            f"-> {gen / trie:.0f}x faster; CPU time {gen_cpu:.1f} s vs {trie_cpu:.2f} s -> {gen_cpu / trie_cpu:.0f}x; "
+            f"positions {sum(r.generate_positions or 0 for r in timed)} vs {sum(r.paper_positions for r in timed)} "
+            f"-> {sum(r.generate_positions or 0 for r in timed) / sum(r.paper_positions for r in timed):.0f}x fewer"
         )
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 
 

@@ -206,19 +206,35 @@ def _mergeable(cache: Any) -> bool:
     return all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in cache.layers)
 
 
-def _gather(parts: list[tuple[Any, torch.Tensor]]) -> Any:
-    """A new cache holding the given rows of one or more chunk caches, in order."""
-    if len(parts) == 1:
+def _take_rows(pieces: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Rows of several tensors, concatenated. A one-row source is broadcast with ``expand`` (a view, no copy): the
+    first trie level draws every row from the context's cache, and the cache's own ``torch.cat`` copies it anyway."""
+    taken = []
+    for tensor, rows in pieces:
+        if tensor.shape[0] == 1:
+            taken.append(tensor.expand(len(rows), *tensor.shape[1:]))
+        else:
+            taken.append(tensor.index_select(0, rows.to(tensor.device)))
+    return taken[0] if len(taken) == 1 else torch.cat(taken)
+
+
+def _gather(parts: list[tuple[Any, torch.Tensor]], mergeable: bool) -> Any:
+    """A new cache holding the given rows of one or more chunk caches, in order; the sources are left untouched.
+
+    Plain key/value layers are assembled directly (rows from several chunks concatenated). Any other cache type
+    goes through its own ``reorder_cache`` (what beam search uses), which needs all rows from one source.
+    """
+    if not mergeable:
+        if len(parts) != 1:
+            raise ValueError("rows from several caches need plain key/value cache layers")
         cache, rows = parts[0]
         new = _shallow_copy_cache(cache)
         new.reorder_cache(rows)
         return new
     new = _shallow_copy_cache(parts[0][0])
     for i, layer in enumerate(new.layers):
-        layer.keys = torch.cat([c.layers[i].keys.index_select(0, r.to(c.layers[i].keys.device)) for c, r in parts])
-        layer.values = torch.cat(
-            [c.layers[i].values.index_select(0, r.to(c.layers[i].values.device)) for c, r in parts]
-        )
+        layer.keys = _take_rows([(c.layers[i].keys, r) for c, r in parts])
+        layer.values = _take_rows([(c.layers[i].values, r) for c, r in parts])
     return new
 
 
@@ -257,22 +273,25 @@ class TrieWordSampler:
 
     @staticmethod
     def _probabilities(logits: torch.Tensor, temperature: float) -> np.ndarray:
-        """Full-softmax next-token probabilities in float64, each row renormalised for ``rng.multinomial``.
+        """Full-softmax next-token probabilities as float64 rows renormalised to sum to 1 for ``rng.multinomial``.
 
-        ``temperature == 0`` puts all mass on the argmax (greedy). Called per forward chunk, so memory stays at
-        ``batch_size`` vocabularies of float64 however wide a trie level is.
+        The softmax of ``logits / temperature`` runs in float32 on the model's device, as in ``generate``; the
+        float64 conversion and renormalisation only remove float32 rounding from the row sums, which
+        ``rng.multinomial`` checks. ``temperature == 0`` puts all mass on the argmax (greedy). Called once per forward
+        pass, so memory stays at ``batch_size`` vocabularies however wide a trie level is.
         """
-        rows = logits.detach().to(device="cpu", dtype=torch.float64)
-        # -inf is a legitimate "never" (masked tokens); NaN, +inf or a row with no finite logit is a numeric failure.
-        if bool(torch.isnan(rows).any() or torch.isposinf(rows).any() or not torch.isfinite(rows).any(dim=-1).all()):
-            raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
+        rows = logits.detach().float()
         if temperature == 0:
             probs = torch.zeros_like(rows)
-            probs[torch.arange(rows.shape[0]), rows.argmax(dim=-1)] = 1.0
+            probs[torch.arange(rows.shape[0], device=rows.device), rows.argmax(dim=-1)] = 1.0
         else:
             probs = torch.softmax(rows / temperature, dim=-1)
-        p: np.ndarray = probs.numpy()
-        return p / p.sum(axis=-1, keepdims=True)
+        p: np.ndarray = probs.cpu().numpy().astype(np.float64)
+        sums = p.sum(axis=-1, keepdims=True)
+        # -inf logits are a legitimate "never" (masked tokens); NaN, +inf or an all -inf row poison the softmax.
+        if not (np.isfinite(sums).all() and (sums > 0).all()):
+            raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
+        return p / sums
 
     def _rows_per_pass(self, row_bytes: int) -> int:
         """``batch_size``, lowered so one pass's gathered cache (``row_bytes`` per row) fits ``max_cache_bytes``."""
@@ -304,7 +323,7 @@ class TrieWordSampler:
                 rows = [n.parent_row - chunk.start for n in nodes[start:end] if chunk.start <= n.parent_row < chunk.end]
                 if rows:
                     parts.append((chunk.cache, torch.tensor(rows, dtype=torch.long, device=self.device)))
-            cache = _gather(parts)
+            cache = _gather(parts, mergeable)
             input_ids = torch.tensor([[n.tokens[-1]] for n in nodes[start:end]], dtype=torch.long, device=self.device)
             logits, cache = self._forward(input_ids, cache)
             new_chunks.append(_Chunk(cache, start, end, logits))
