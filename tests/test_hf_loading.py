@@ -145,7 +145,7 @@ def test_dtype_device_and_batch_size_options() -> None:
         with pytest.raises(ModelLoadError, match="CUDA is not available"):
             resolve_device("cuda")
     cpu = torch.device("cpu")
-    assert resolve_batch_size("auto", cpu) == 256 and resolve_batch_size("auto", cpu, max_batch=8) == 8
+    assert resolve_batch_size("auto", cpu) == 512 and resolve_batch_size("auto", cpu, max_batch=8) == 8
     assert resolve_batch_size("16", cpu) == 16 and resolve_batch_size(16, cpu, max_batch=4) == 4
     for bad in ("0", "many", -3):
         with pytest.raises(ModelLoadError, match="batch size"):

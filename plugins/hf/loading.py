@@ -50,7 +50,7 @@ CONVERSION_FORMAT = 1
 #: Batch size used when the user asks for ``auto``. Fixed per device type, never derived from free memory, because
 #: the batch composition changes floating-point rounding and results must be a function of the configuration only.
 #: (The sampler also lowers rows per pass for long contexts, from the model and request alone.)
-AUTO_BATCH_SIZE: dict[str, int] = {"cpu": 256, "cuda": 512}
+AUTO_BATCH_SIZE: dict[str, int] = {"cpu": 512, "cuda": 1024}
 
 _DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
