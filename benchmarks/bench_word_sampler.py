@@ -83,6 +83,17 @@ def pick_contexts(path: Path, k: int) -> list[dict[str, Any]]:
     return picked
 
 
+def cpu_name() -> str:
+    """The CPU model from ``/proc/cpuinfo`` where there is one (timings are only comparable on the same CPU)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip() + f" ({os.cpu_count()} logical CPUs)"
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
 def time_generate(
     model: Any, ids: list[int], n: int, max_new_tokens: int, pad: int, seed: int
 ) -> tuple[float, float, int]:
@@ -147,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     sampler.sample(SampleWordsRequest(context="Warm up", n=50, seed=0, mode="paper", max_new_tokens=3))
     time_generate(model, tokenizer("Warm up")["input_ids"], 8, 2, pad, 0)
 
-    print(f"# next-word sampling benchmark: {args.model} on {platform.processor() or platform.machine()} CPU, ")
+    print(f"# next-word sampling benchmark: {args.model} on {cpu_name()}")
     print(f"# torch {torch.__version__}, {args.threads} threads, n={args.n}, trie batch {args.batch_size}")
     print(f"# model load {load_s:.1f} s from {loaded.path}; load average {os.getloadavg()[0]:.2f}")
     rows: list[Row] = []

@@ -98,19 +98,25 @@ def decide_word(text: str, *, ended: bool, depth: int, mode: str, max_new_tokens
     raise ValueError(f"unknown word mode {mode!r}: expected 'exact' or 'paper'")
 
 
+#: Context tokens decoded in front of a continuation (see :func:`continuation_text`): enough for any tokenizer's
+#: word-initial-space handling, and independent of the context's length, so long contexts do not slow decoding.
+_DECODE_CONTEXT_TOKENS = 16
+
+
 def continuation_text(tokenizer: Any, context_ids: Sequence[int], tokens: Sequence[int]) -> str:
     """Decode ``tokens`` as they read after the context.
 
     The whole token list is decoded at once, never token by token, because byte-level BPE splits multi-byte UTF-8
-    characters over tokens. Decoding context plus continuation and removing the decoded context keeps word-initial
-    spaces for SentencePiece-style tokenizers, which drop a leading space when a continuation is decoded alone.
-    Special tokens (end-of-sequence) are not part of the text.
+    characters over tokens. Decoding the end of the context plus the continuation and removing the decoded context
+    end keeps word-initial spaces for SentencePiece-style tokenizers, which drop a leading space when a continuation
+    is decoded alone. Special tokens (end-of-sequence) are not part of the text.
     """
-    kwargs = {"skip_special_tokens": True, "clean_up_tokenization_spaces": False}
     if not tokens:
         return ""
-    head = tokenizer.decode(list(context_ids), **kwargs)
-    full = tokenizer.decode(list(context_ids) + list(tokens), **kwargs)
+    kwargs = {"skip_special_tokens": True, "clean_up_tokenization_spaces": False}
+    tail = list(context_ids[-_DECODE_CONTEXT_TOKENS:])
+    head = tokenizer.decode(tail, **kwargs)
+    full = tokenizer.decode(tail + list(tokens), **kwargs)
     if full.startswith(head):
         return str(full[len(head) :])
     return str(tokenizer.decode(list(tokens), **kwargs))
