@@ -280,12 +280,11 @@ class TrieWordSampler:
 
     @staticmethod
     def _probabilities(logits: torch.Tensor, temperature: float) -> np.ndarray:
-        """Full-softmax next-token probabilities as float64 rows renormalised to sum to 1 for ``rng.multinomial``.
+        """Full-softmax next-token probabilities (float32, as in ``generate``) for one forward pass's rows.
 
-        The softmax of ``logits / temperature`` runs in float32 on the model's device, as in ``generate``; the
-        float64 conversion and renormalisation only remove float32 rounding from the row sums, which
-        ``rng.multinomial`` checks. ``temperature == 0`` puts all mass on the argmax (greedy). Called once per forward
-        pass, so memory stays at ``batch_size`` vocabularies however wide a trie level is.
+        The softmax of ``logits / temperature`` runs on the model's device; ``temperature == 0`` puts all mass on
+        the argmax (greedy). Rows are turned into float64 cumulative sums one at a time in ``_draw``, so memory stays
+        at ``batch_size`` float32 vocabularies however wide a trie level is.
         """
         rows = logits.detach().float()
         if temperature == 0:
@@ -293,12 +292,12 @@ class TrieWordSampler:
             probs[torch.arange(rows.shape[0], device=rows.device), rows.argmax(dim=-1)] = 1.0
         else:
             probs = torch.softmax(rows / temperature, dim=-1)
-        p: np.ndarray = probs.cpu().numpy().astype(np.float64)
-        sums = p.sum(axis=-1, keepdims=True)
+        sums = probs.sum(dim=-1)
         # -inf logits are a legitimate "never" (masked tokens); NaN, +inf or an all -inf row poison the softmax.
-        if not (np.isfinite(sums).all() and (sums > 0).all()):
+        if not bool((torch.isfinite(sums) & (sums > 0)).all()):
             raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
-        return p / sums
+        p: np.ndarray = probs.cpu().numpy()
+        return p
 
     def _rows_per_pass(self, row_bytes: int) -> int:
         """``batch_size``, lowered so one pass's gathered cache (``row_bytes`` per row) fits ``max_cache_bytes``."""
@@ -372,9 +371,8 @@ class TrieWordSampler:
                 for chunk in chunks:
                     probs = self._probabilities(chunk.logits, request.temperature)
                     for row in range(chunk.start, chunk.end):
-                        drawn = rng.multinomial(parents[row].count, probs[row - chunk.start])
-                        for token in np.flatnonzero(drawn).tolist():
-                            child = self._child(parents[row], row, token, int(drawn[token]), context_ids, request)
+                        for token, count in _draw(rng, probs[row - chunk.start], parents[row].count):
+                            child = self._child(parents[row], row, token, count, context_ids, request)
                             kind, value = child.outcome
                             if kind == "word":
                                 counts[value] = counts.get(value, 0) + child.count
@@ -391,6 +389,24 @@ class TrieWordSampler:
                 parents = level
 
         return SampleWordsResponse(counts=counts, n_requested=request.n, rejected=rejected, tokens_evaluated=evaluated)
+
+
+def _draw(rng: np.random.Generator, probs: np.ndarray, count: int) -> list[tuple[int, int]]:
+    """Split ``count`` samples over the next tokens: ``count`` i.i.d. categorical draws, as (token, count) pairs.
+
+    The counts of ``count`` i.i.d. draws from ``probs`` are exactly a ``Multinomial(count, probs)`` draw. Drawing
+    them by inverse transform (uniforms searched in the float64 cumulative sum) costs one vectorised cumulative sum
+    plus ``count * log(vocab)``, where ``rng.multinomial`` walks the vocabulary with one binomial draw per token,
+    which made it the second largest cost of a trie level. A token of probability 0 has an empty interval and is
+    never drawn. Pairs come sorted by token id.
+    """
+    cdf = np.cumsum(probs, dtype=np.float64)
+    total = cdf[-1]
+    tokens = np.searchsorted(cdf, rng.random(count) * total, side="right")
+    # ``u * total`` can round up to ``total`` for ``u`` within 2**-53 of 1: keep it on the last token with mass.
+    np.minimum(tokens, np.searchsorted(cdf, total, side="left"), out=tokens)
+    values, counts = np.unique(tokens, return_counts=True)
+    return list(zip(values.tolist(), counts.tolist(), strict=True))
 
 
 def _validate(request: SampleWordsRequest) -> None:
