@@ -34,6 +34,8 @@ import numpy as np
 import torch
 
 from harness.requests import SampleWordsRequest, SampleWordsResponse
+from plugins.hf import shared_prefix
+from plugins.hf.shared_prefix import SharedPrefix
 from harness.text import first_complete_word, paper_first_word
 
 #: The characters the original study stripped (Python's ``string.punctuation``, as in ``harness.text``).
@@ -256,6 +258,7 @@ class TrieWordSampler:
         batch_size: int = DEFAULT_BATCH_SIZE,
         device: torch.device | None = None,
         max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES,
+        use_shared_prefix: bool = True,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -265,6 +268,8 @@ class TrieWordSampler:
         self.max_cache_bytes = max_cache_bytes
         self.device = device if device is not None else next(model.parameters()).device
         self.eos = eos_token_ids(model, tokenizer)
+        #: Whether the context's keys/values are kept once and the trie caches hold only sampled suffixes.
+        self.shared_prefix = shared_prefix.enable(model) if use_shared_prefix else False
         params = inspect.signature(model.forward).parameters
         # Only the last position's logits are needed; skipping the rest saves a vocab-sized matmul per context token.
         self._logits_kwargs: dict[str, Any] = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
@@ -274,8 +279,8 @@ class TrieWordSampler:
 
         return DynamicCache(config=self.model.config)
 
-    def _forward(self, input_ids: torch.Tensor, cache: Any) -> tuple[torch.Tensor, Any]:
-        out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **self._logits_kwargs)
+    def _forward(self, input_ids: torch.Tensor, cache: Any, **kwargs: Any) -> tuple[torch.Tensor, Any]:
+        out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **self._logits_kwargs, **kwargs)
         return out.logits[:, -1, :], out.past_key_values
 
     @staticmethod
@@ -319,9 +324,11 @@ class TrieWordSampler:
             start = end
         return slices
 
-    def _run_level(self, nodes: list[_Node], chunks: list[_Chunk], row_bytes: int) -> list[_Chunk]:
+    def _run_level(
+        self, nodes: list[_Node], chunks: list[_Chunk], row_bytes: int, prefix: SharedPrefix | None = None
+    ) -> list[_Chunk]:
         """One trie level: forward every node's last token on its parent's cache rows, in chunks of ``batch_size``."""
-        mergeable = _mergeable(chunks[0].cache)
+        mergeable = chunks[0].cache is None or _mergeable(chunks[0].cache)
         new_chunks: list[_Chunk] = []
         for start, end in self._level_slices(nodes, chunks, mergeable, self._rows_per_pass(row_bytes)):
             parts: list[tuple[Any, torch.Tensor]] = []
@@ -329,9 +336,17 @@ class TrieWordSampler:
                 rows = [n.parent_row - chunk.start for n in nodes[start:end] if chunk.start <= n.parent_row < chunk.end]
                 if rows:
                     parts.append((chunk.cache, torch.tensor(rows, dtype=torch.long, device=self.device)))
-            cache = _gather(parts, mergeable)
             input_ids = torch.tensor([[n.tokens[-1]] for n in nodes[start:end]], dtype=torch.long, device=self.device)
-            logits, cache = self._forward(input_ids, cache)
+            kwargs: dict[str, Any] = {}
+            if prefix is None:
+                cache = _gather(parts, mergeable)
+            else:
+                # The cache holds only the sampled suffix; the first level starts from an empty one.
+                cache = _gather(parts, mergeable) if chunks[0].cache is not None else self._new_cache()
+                position = prefix.length + len(nodes[start].tokens) - 1
+                kwargs["position_ids"] = torch.full((end - start, 1), position, dtype=torch.long, device=self.device)
+                kwargs["shared_prefix"] = prefix
+            logits, cache = self._forward(input_ids, cache, **kwargs)
             new_chunks.append(_Chunk(cache, start, end, logits))
         return new_chunks
 
@@ -362,8 +377,10 @@ class TrieWordSampler:
         with torch.inference_mode():
             root_ids = torch.tensor([context_ids], dtype=torch.long, device=self.device)
             root_logits, root_cache = self._forward(root_ids, self._new_cache())
-            chunks = [_Chunk(root_cache, 0, 1, root_logits)]
-            context_bytes = _cache_bytes(root_cache)
+            prefix = SharedPrefix.from_cache(root_cache) if self.shared_prefix else None
+            chunks = [_Chunk(None if prefix else root_cache, 0, 1, root_logits)]
+            # With a shared prefix, a row's cache is its suffix alone; budget it as one context token per token.
+            context_bytes = _cache_bytes(root_cache) // len(context_ids) if prefix else _cache_bytes(root_cache)
             parents = [_Node(tokens=(), count=request.n, parent_row=0, text="")]
 
             while parents:
@@ -383,8 +400,11 @@ class TrieWordSampler:
                 if not level:
                     break
                 depth = len(level[0].tokens)
-                row_bytes = context_bytes * (len(context_ids) + depth) // len(context_ids)
-                chunks = self._run_level(level, chunks, row_bytes)
+                if prefix is not None:
+                    row_bytes = context_bytes * depth
+                else:
+                    row_bytes = context_bytes * (len(context_ids) + depth) // len(context_ids)
+                chunks = self._run_level(level, chunks, row_bytes, prefix)
                 evaluated += len(level)
                 parents = level
 
