@@ -36,6 +36,10 @@ class ModelAdapter(ABC):
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
+        #: How many requests the runner hands over at once (``sample_words_many``). The runner forms these groups
+        #: as fixed blocks of the instance list, so an adapter whose numerics depend on the group still gives
+        #: identical results on every run and on resume.
+        self.group_size = 1
 
     def info(self) -> dict[str, Any]:
         """Provenance written to ``results.json``: resolved path or revision, dtype, device."""
@@ -43,6 +47,10 @@ class ModelAdapter(ABC):
 
     def sample_words(self, request: SampleWordsRequest) -> SampleWordsResponse:
         raise NotImplementedError(f"model {self.spec.label} does not answer sample_words requests")
+
+    def sample_words_many(self, requests: list[SampleWordsRequest]) -> list[SampleWordsResponse]:
+        """Answer several requests; adapters that can share work between them override this."""
+        return [self.sample_words(r) for r in requests]
 
     @abstractmethod
     def close(self) -> None:

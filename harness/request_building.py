@@ -30,10 +30,13 @@ def build_request(config: TaskConfig, instance: Instance, seed: int) -> SampleWo
     raise HarnessError(f"task {config.task}: no request builder for '{config.request}'")
 
 
-def answer(adapter: ModelAdapter, kind: str, request: Any) -> dict[str, Any]:
-    """Send one request; the JSON record of the response is what the store keeps."""
+def answer_many(adapter: ModelAdapter, kind: str, requests: list[Any]) -> list[dict[str, Any]]:
+    """Send a group of requests; the JSON records of the responses are what the store keeps."""
     if kind == "sample_words":
-        return adapter.sample_words(request).to_record()
+        responses = adapter.sample_words_many(requests)
+        if len(responses) != len(requests):
+            raise HarnessError(f"model {adapter.spec.label} answered {len(responses)} of {len(requests)} requests")
+        return [r.to_record() for r in responses]
     raise HarnessError(f"no dispatcher for request kind '{kind}'")
 
 

@@ -17,12 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness import __version__
 from harness.data import LoadedData, resolve_data_dir
 from harness.errors import HarnessError
 from harness.models import ModelAdapter, ModelSpec
 from harness.plugins import Registry, get_registry
 from harness.progress import progress
-from harness.request_building import answer, build_request, response_from_record
+from harness.request_building import answer_many, build_request, response_from_record
 from harness.results import library_versions, lm_eval_entries, metric_record, write_json, write_jsonl
 from harness.scoring import Metric
 from harness.seeding import derive_rng, derive_seed
@@ -61,8 +62,12 @@ def run_slug(model: ModelSpec | None) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", f"{model.kind}__{model.name}").strip("_")
 
 
-def _fingerprint(task: ResolvedTask, data: LoadedData, model: ModelSpec, seed: int) -> str:
+def _fingerprint(task: ResolvedTask, data: LoadedData, model: ModelSpec, seed: int, limit: int | None) -> str:
+    """Everything that determines the stored responses. ``limit`` is included because adapters answer instances
+    in fixed blocks of the evaluated list, and a block's composition can change the last bits of the numbers."""
     identity = {
+        "harness": __version__,
+        "limit": limit,
         "task": task.config.to_dict(),
         "data_hash": data.data_hash,
         "model": {
@@ -119,7 +124,7 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     try:
         if options.model is not None and adapter_cls is not None:
             for r in runs:
-                fingerprint = _fingerprint(r.task, r.data, options.model, options.seed)
+                fingerprint = _fingerprint(r.task, r.data, options.model, options.seed, options.limit)
                 header = {"task": r.name, "model": options.model.label, "seed": options.seed}
                 r.store = ResponseStore(out_dir / "responses" / f"{r.name}-{fingerprint}.jsonl", fingerprint, header)
             stores = [r.store for r in runs if r.store is not None]
@@ -144,16 +149,30 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
 
 
 def _answer_missing(r: _TaskRun, adapter: ModelAdapter | None, seed: int) -> None:
-    assert r.store is not None
-    todo = [inst for inst in r.data.instances if inst.id not in r.store]
-    if not todo:
+    """Ask for every instance not in the store, in fixed blocks of ``adapter.group_size`` instances.
+
+    Blocks are cut from the evaluated instance list, never from what happens to be missing, so a block always holds
+    the same instances: an adapter that shares work inside a block gives the same numbers on a resumed run. A block
+    with some instances already stored is recomputed whole and only the missing responses are appended.
+    """
+    store = r.store
+    assert store is not None
+    instances = r.data.instances
+    if all(inst.id in store for inst in instances):
         return
     assert adapter is not None
+    size = max(1, adapter.group_size)
+    blocks = [instances[k : k + size] for k in range(0, len(instances), size)]
+    todo = [block for block in blocks if any(inst.id not in store for inst in block)]
     start = time.perf_counter()
-    for inst in progress(todo, total=len(todo), desc=f"{r.name}: instances", unit="inst"):
-        inst_seed = derive_seed(seed, r.name, inst.id)
-        request = build_request(r.task.config, inst, inst_seed)
-        r.store.append(inst.id, inst_seed, answer(adapter, r.task.config.request, request))
+    desc = f"{r.name}: blocks of {size} instances"
+    for block in progress(todo, total=len(todo), desc=desc, unit="block"):
+        seeds = [derive_seed(seed, r.name, inst.id) for inst in block]
+        requests = [build_request(r.task.config, inst, s) for inst, s in zip(block, seeds, strict=True)]
+        records = answer_many(adapter, r.task.config.request, requests)
+        for inst, inst_seed, record in zip(block, seeds, records, strict=True):
+            if inst.id not in store:
+                store.append(inst.id, inst_seed, record)
     r.timing["requests_seconds"] = round(time.perf_counter() - start, 3)
 
 

@@ -12,15 +12,17 @@ import gc
 from typing import Any, ClassVar
 
 import torch
+from transformers.utils import logging as transformers_logging
 
 from harness.errors import ModelLoadError
 from harness.models import ModelAdapter, ModelSpec
+from harness.progress import progress_enabled
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from plugins.hf.loading import LoadedModel, load_hf_model
 from plugins.hf.word_sampler import TrieWordSampler
 
 #: ``--model-args`` keys this adapter understands; anything else is a typo worth reporting before a long load.
-MODEL_ARGS: tuple[str, ...] = ("dtype", "revision", "trust_remote_code", "max_batch")
+MODEL_ARGS: tuple[str, ...] = ("dtype", "revision", "trust_remote_code", "max_batch", "contexts_per_pass")
 
 _TRUE = ("1", "true", "yes", "on")
 _FALSE = ("0", "false", "no", "off", "")
@@ -45,8 +47,12 @@ def _parse_positive_int(key: str, value: str) -> int:
     return number
 
 
+#: Contexts whose trie levels share forward passes (``--model-args contexts_per_pass=N``); see ``sample_many``.
+DEFAULT_CONTEXTS_PER_PASS = 16
+
+
 class HFAdapter(ModelAdapter):
-    """A Hugging Face causal LM loaded once; each ``sample_words`` request is answered on its own (determinism)."""
+    """A Hugging Face causal LM loaded once; requests are answered in fixed groups that share forward passes."""
 
     supported_requests: ClassVar[frozenset[str]] = frozenset({"sample_words"})
 
@@ -56,6 +62,10 @@ class HFAdapter(ModelAdapter):
         if unknown:
             raise ModelLoadError(f"unknown --model-args for hf: {', '.join(unknown)} (known: {', '.join(MODEL_ARGS)})")
         max_batch = _parse_positive_int("max_batch", spec.args["max_batch"]) if "max_batch" in spec.args else None
+        group = spec.args.get("contexts_per_pass", str(DEFAULT_CONTEXTS_PER_PASS))
+        self.group_size = _parse_positive_int("contexts_per_pass", group)
+        if not progress_enabled():
+            transformers_logging.disable_progress_bar()
         self._loaded: LoadedModel | None = load_hf_model(
             spec.name,
             device=spec.device,
@@ -85,6 +95,12 @@ class HFAdapter(ModelAdapter):
             raise RuntimeError(f"model {self.spec.label} was closed")
         return self._sampler.sample(request)
 
+    def sample_words_many(self, requests: list[SampleWordsRequest]) -> list[SampleWordsResponse]:
+        """Answer a group of requests together (their trie levels share forward passes)."""
+        if self._sampler is None:
+            raise RuntimeError(f"model {self.spec.label} was closed")
+        return self._sampler.sample_many(requests)
+
     def info(self) -> dict[str, Any]:
         """Provenance for ``results.json``: what was resolved and how it runs (no timings: results stay stable)."""
         import transformers
@@ -100,6 +116,8 @@ class HFAdapter(ModelAdapter):
             "dtype": str(loaded.dtype).removeprefix("torch."),
             "device": str(loaded.device),
             "batch_size": loaded.batch_size,
+            "contexts_per_pass": self.group_size,
+            "shared_prefix_attention": bool(self._sampler is not None and self._sampler.shared_prefix),
             "parameters": sum(p.numel() for p in loaded.model.parameters()),
             "transformers_version": transformers.__version__,
             "torch_version": torch.__version__,

@@ -30,11 +30,23 @@ class SharedPrefix:
     def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
         self.keys = keys
         self.values = values
-        self.length = int(keys[0].shape[-2])
+        self.length = int(keys[0].shape[-2]) if keys else 0
 
     @classmethod
     def from_cache(cls, cache: Any) -> SharedPrefix:
         return cls([layer.keys[0] for layer in cache.layers], [layer.values[0] for layer in cache.layers])
+
+
+class PrefixBatch:
+    """The prefixes of a group of contexts answered together, and which rows of the current pass read which.
+
+    Rows of one context are contiguous in a trie level, so a pass is a few ``(context, start, end)`` segments; each
+    segment attends to its own context's prefix (of its own length: no padding, no mask).
+    """
+
+    def __init__(self, prefixes: list[SharedPrefix], segments: list[tuple[int, int, int]]) -> None:
+        self.prefixes = prefixes
+        self.segments = segments
 
 
 def shared_prefix_attention(
@@ -45,7 +57,7 @@ def shared_prefix_attention(
     attention_mask: torch.Tensor | None,
     scaling: float | None = None,
     dropout: float = 0.0,
-    shared_prefix: SharedPrefix | None = None,
+    shared_prefix: PrefixBatch | None = None,
     **kwargs: Any,
 ) -> tuple[torch.Tensor, None]:
     """Attention of ``query`` over the shared prefix and the rows' own cached suffix ``key``/``value``.
@@ -67,16 +79,17 @@ def shared_prefix_attention(
     group = q_heads // kv_heads
     scale = scaling if scaling is not None else dim**-0.5
     layer = int(getattr(module, "layer_idx"))  # noqa: B009 - set by transformers on every attention layer
-    prefix_k = shared_prefix.keys[layer]
-    prefix_v = shared_prefix.values[layer]
     # Query head h*group + r reads key/value head h (the grouping transformers' repeat_kv implements).
     q = query.reshape(rows, kv_heads, group, dim)
-    scores_prefix = torch.einsum("bhgd,hcd->bhgc", q, prefix_k)
     scores_suffix = torch.einsum("bhgd,bhld->bhgl", q, key)
-    weights = torch.softmax(torch.cat([scores_prefix, scores_suffix], dim=-1).float() * scale, dim=-1)
-    weights = weights.to(value.dtype)
-    out = torch.einsum("bhgc,hcd->bhgd", weights[..., : shared_prefix.length], prefix_v)
-    out = out + torch.einsum("bhgl,bhld->bhgd", weights[..., shared_prefix.length :], value)
+    out = torch.empty_like(q)
+    for context, start, end in shared_prefix.segments:
+        prefix = shared_prefix.prefixes[context]
+        scores_prefix = torch.einsum("bhgd,hcd->bhgc", q[start:end], prefix.keys[layer])
+        scores = torch.cat([scores_prefix, scores_suffix[start:end]], dim=-1).float() * scale
+        weights = torch.softmax(scores, dim=-1).to(value.dtype)
+        part = torch.einsum("bhgc,hcd->bhgd", weights[..., : prefix.length], prefix.values[layer])
+        out[start:end] = part + torch.einsum("bhgl,bhld->bhgd", weights[..., prefix.length :], value[start:end])
     return out.reshape(rows, q_heads, 1, dim).transpose(1, 2), None
 
 
