@@ -135,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
         default=None,
         help="run plain generate on only the first N contexts (default: all; 0 skips it)",
     )
+    p.add_argument(
+        "--lockstep",
+        action="store_true",
+        help="also time the exact-mode requests of all contexts answered together (sample_many), as `harness run` does",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--model", default="smollm2-135m", help="hf model name (default: the packaged SmolLM2-135M)")
     args = p.parse_args(argv)
@@ -162,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# torch {torch.__version__}, {args.threads} threads, n={args.n}, trie batch {args.batch_size}")
     print(f"# model load {load_s:.1f} s from {loaded.path}; load average {os.getloadavg()[0]:.2f}")
     rows: list[Row] = []
+    exact_requests: list[SampleWordsRequest] = []
     for i, ctx in enumerate(contexts):
         label = f"{ctx['text_id']}:{ctx['word_num']}"
         ids = encode_context(tokenizer, model, ctx["context"], args.max_new_tokens)
@@ -171,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         exact_req = SampleWordsRequest(
             context=ctx["context"], n=args.n, seed=args.seed, mode="exact", max_new_tokens=args.exact_max_new_tokens
         )
+        exact_requests.append(exact_req)
         c0, t0 = time.process_time(), time.perf_counter()
         paper = sampler.sample(paper_req)
         c1, t1 = time.process_time(), time.perf_counter()
@@ -227,6 +234,16 @@ def main(argv: list[str] | None = None) -> int:
             f"-> {gen / trie:.0f}x faster; CPU time {gen_cpu:.1f} s vs {trie_cpu:.2f} s -> {gen_cpu / trie_cpu:.0f}x; "
             f"positions {sum(r.generate_positions or 0 for r in timed)} vs {sum(r.paper_positions for r in timed)} "
             f"-> {sum(r.generate_positions or 0 for r in timed) / sum(r.paper_positions for r in timed):.0f}x fewer"
+        )
+    if args.lockstep:
+        t0 = time.perf_counter()
+        together = sampler.sample_many(exact_requests)
+        elapsed = time.perf_counter() - t0
+        alone = sum(r.exact_s for r in rows)
+        print(
+            f"trie exact, {len(exact_requests)} contexts in lockstep: {elapsed:.2f} s "
+            f"({elapsed / len(exact_requests):.2f} s/context, {sum(r.tokens_evaluated for r in together)} positions) "
+            f"vs {alone:.2f} s one by one -> {alone / elapsed:.1f}x"
         )
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
