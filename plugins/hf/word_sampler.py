@@ -385,6 +385,9 @@ class TrieWordSampler:
         """
         for request in requests:
             _validate(request)
+        # One softmax per forward pass serves every row in it, so a group must share its temperature.
+        if len({r.temperature for r in requests}) > 1:
+            raise ValueError("requests answered together must share one temperature")
         if len(requests) > 1 and not self.shared_prefix:
             return [self.sample_many([r])[0] for r in requests]
         rngs = [np.random.default_rng(r.seed) for r in requests]
@@ -422,7 +425,7 @@ class TrieWordSampler:
             while parents:
                 level: list[_Node] = []
                 for chunk in chunks:
-                    probs = self._probabilities(chunk.logits, requests[parents[chunk.start].req].temperature)
+                    probs = self._probabilities(chunk.logits, requests[0].temperature)
                     for row in range(chunk.start, chunk.end):
                         parent = parents[row]
                         i = parent.req
