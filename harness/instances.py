@@ -47,3 +47,27 @@ class ClozeInstance(Instance):
 
     def human(self) -> dict[str, Any]:
         return {"counts": dict(self.human_counts), "total": sum(self.human_counts.values())}
+
+
+@dataclass(frozen=True)
+class GenerationInstance(Instance):
+    """An input with several human productions of the same kind (translations, simplifications, stories, replies).
+
+    ``source`` is the text the productions answer (a source sentence, a story prompt); a dialogue has ``turns``
+    instead (earliest first, speakers alternating) and an empty ``source``. Prompts are rendered from these by the
+    task (``harness.prompting``), never by the loader, so one instance serves causal, chat and seq2seq models alike.
+    ``language`` is the language of the productions (what the syntactic probe tags); ``references`` keep the
+    release's order.
+    """
+
+    source: str = ""
+    turns: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    language: str = "en"
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def inputs(self) -> dict[str, Any]:
+        return {"turns": list(self.turns)} if self.turns else {"source": self.source}
+
+    def human(self) -> dict[str, Any]:
+        return {"references": list(self.references), "language": self.language}

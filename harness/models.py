@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from harness.requests import SampleWordsRequest, SampleWordsResponse
+from harness.requests import GenerateRequest, GenerateResponse, SampleWordsRequest, SampleWordsResponse
 
 
 @dataclass(frozen=True)
@@ -51,6 +51,13 @@ class ModelAdapter(ABC):
     def sample_words_many(self, requests: list[SampleWordsRequest]) -> list[SampleWordsResponse]:
         """Answer several requests; adapters that can share work between them override this."""
         return [self.sample_words(r) for r in requests]
+
+    def generate(self, request: GenerateRequest) -> GenerateResponse:
+        raise NotImplementedError(f"model {self.spec.label} does not answer generate requests")
+
+    def generate_many(self, requests: list[GenerateRequest]) -> list[GenerateResponse]:
+        """Answer several requests; adapters that batch across prompts override this."""
+        return [self.generate(r) for r in requests]
 
     @abstractmethod
     def close(self) -> None:

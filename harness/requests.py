@@ -10,8 +10,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
 #: Kinds of request a task can send. An adapter lists the kinds it answers in ``ModelAdapter.supported_requests``.
-RequestKind = Literal["sample_words"]
-REQUEST_KINDS: tuple[str, ...] = ("sample_words",)
+RequestKind = Literal["sample_words", "generate"]
+REQUEST_KINDS: tuple[str, ...] = ("sample_words", "generate")
 
 #: ``exact``: the first complete word of an unbounded ancestral sample (a word is complete once whitespace or
 #: end-of-sequence follows it); ``paper``: the original study's procedure (5 new tokens, punctuation stripped,
@@ -67,5 +67,130 @@ class SampleWordsResponse:
             counts={str(k): int(v) for k, v in record["counts"].items()},
             n_requested=int(record["n_requested"]),
             rejected={str(k): int(v) for k, v in record.get("rejected", {}).items()},
+            tokens_evaluated=int(record.get("tokens_evaluated", 0)),
+        )
+
+
+#: Decoding parameters in the order their labels are written (``temperature=0.7+top_p=0.9``).
+DECODING_KEYS: tuple[str, ...] = ("temperature", "top_k", "top_p", "typical_p")
+
+
+@dataclass(frozen=True)
+class DecodingConfig:
+    """How each next token is drawn. All defaults is ancestral (unbiased) sampling from the model's distribution.
+
+    The transformations apply in the order ``generate`` applies them: temperature, then top-k, then nucleus
+    (top-p), then locally typical sampling; a value at its default is off (``top_k=0``, ``top_p=1``,
+    ``typical_p=1``, ``temperature=1``).
+    """
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    typical_p: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.temperature > 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if self.top_k < 0:
+            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
+        for key in ("top_p", "typical_p"):
+            value = getattr(self, key)
+            if not 0 < value <= 1:
+                raise ValueError(f"{key} must be in (0, 1], got {value}")
+
+    @property
+    def is_ancestral(self) -> bool:
+        return self == DecodingConfig()
+
+    @property
+    def label(self) -> str:
+        """``ancestral``, or the parameters that differ from ancestral sampling: ``temperature=0.7+top_p=0.9``."""
+        default = DecodingConfig()
+        parts = [f"{k}={_format_number(getattr(self, k))}" for k in DECODING_KEYS if getattr(self, k) != getattr(default, k)]
+        return "+".join(parts) if parts else "ancestral"
+
+    @classmethod
+    def parse(cls, text: str) -> DecodingConfig:
+        """Read a label back: ``ancestral``, ``top_p=0.9``, ``temperature=0.7+top_k=50``. ValueError names the part."""
+        text = str(text).strip()
+        if text in ("ancestral", ""):
+            return cls()
+        values: dict[str, Any] = {}
+        for part in text.split("+"):
+            key, sep, value = part.strip().partition("=")
+            key = key.strip()
+            if not sep or key not in DECODING_KEYS:
+                raise ValueError(f"{part!r}: expected one of {', '.join(DECODING_KEYS)} as key=value, or 'ancestral'")
+            if key in values:
+                raise ValueError(f"{part!r}: {key} given twice")
+            try:
+                values[key] = int(value) if key == "top_k" else float(value)
+            except ValueError:
+                raise ValueError(f"{part!r}: {value!r} is not a number") from None
+        return cls(**values)
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _format_number(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() and not isinstance(value, float) else repr(float(value))
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """Ask for ``n`` independent samples for one input, with one decoding configuration.
+
+    The task renders the input three ways and the adapter picks the one its model takes: ``prompt`` (the text a
+    causal LM continues), ``messages`` (the same as chat turns, used when ``chat`` is true and the model has a chat
+    template) and ``source`` (the encoder input of a sequence-to-sequence model, prefix included). A sample ends at
+    end-of-sequence, at the first ``stop`` string (which is cut off, with what follows it) or after
+    ``max_new_tokens`` tokens.
+    """
+
+    prompt: str
+    n: int
+    seed: int
+    decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    max_new_tokens: int = 100
+    stop: tuple[str, ...] = ()
+    messages: tuple[tuple[str, str], ...] = ()
+    source: str = ""
+    chat: bool = False
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: Why a sample ended: end-of-sequence token, a stop string, or the token cap.
+FINISH_REASONS: tuple[str, ...] = ("eos", "stop", "length")
+
+
+@dataclass
+class GenerateResponse:
+    """The ``n`` samples, in the order drawn, with why each ended and how many tokens it took (stop string and
+    end-of-sequence token included)."""
+
+    texts: list[str]
+    finish_reasons: list[str]
+    n_tokens: list[int]
+    #: Token positions the model evaluated to answer (prompt once, plus each sample's tokens): the cost measure.
+    tokens_evaluated: int = 0
+
+    def to_record(self) -> dict[str, Any]:
+        return {
+            "texts": list(self.texts),
+            "finish_reasons": list(self.finish_reasons),
+            "n_tokens": list(self.n_tokens),
+            "tokens_evaluated": self.tokens_evaluated,
+        }
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> GenerateResponse:
+        return cls(
+            texts=[str(t) for t in record["texts"]],
+            finish_reasons=[str(r) for r in record["finish_reasons"]],
+            n_tokens=[int(k) for k in record["n_tokens"]],
             tokens_evaluated=int(record.get("tokens_evaluated", 0)),
         )
