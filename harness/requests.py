@@ -107,7 +107,9 @@ class DecodingConfig:
     def label(self) -> str:
         """``ancestral``, or the parameters that differ from ancestral sampling: ``temperature=0.7+top_p=0.9``."""
         default = DecodingConfig()
-        parts = [f"{k}={_format_number(getattr(self, k))}" for k in DECODING_KEYS if getattr(self, k) != getattr(default, k)]
+        parts = [
+            f"{k}={_format_number(getattr(self, k))}" for k in DECODING_KEYS if getattr(self, k) != getattr(default, k)
+        ]
         return "+".join(parts) if parts else "ancestral"
 
     @classmethod

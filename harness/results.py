@@ -101,4 +101,11 @@ def format_table(results: dict[str, Any]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
+    for task, scorers in results.get("unavailable", {}).items():
+        for scorer, reason in scorers.items():
+            lines.append(f"{task}: {scorer} unavailable: {reason}")
+    for task, scorers in results.get("notes", {}).items():
+        for scorer, notes in scorers.items():
+            for key, note in notes.items():
+                lines.append(f"{task}: {scorer}: {key}: {note}")
     return "\n".join(lines)

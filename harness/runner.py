@@ -11,6 +11,7 @@ import datetime as dt
 import hashlib
 import json
 import re
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,7 +26,7 @@ from harness.plugins import Registry, get_registry
 from harness.progress import progress
 from harness.request_building import answer_many, build_request, response_from_record
 from harness.results import library_versions, lm_eval_entries, metric_record, write_json, write_jsonl
-from harness.scoring import Metric
+from harness.scoring import Metric, Scorer, ScorerUnavailable
 from harness.seeding import derive_rng, derive_seed
 from harness.store import ResponseStore
 from harness.task_loading import ResolvedTask, resolve_tasks
@@ -53,7 +54,7 @@ class _TaskRun:
 
     @property
     def name(self) -> str:
-        return self.task.config.task
+        return self.task.name
 
 
 def run_slug(model: ModelSpec | None) -> str:
@@ -102,7 +103,7 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     registry = registry or get_registry()
     if options.limit is not None and options.limit < 1:
         raise HarnessError(f"--limit: expected a positive integer, got {options.limit}")
-    tasks = resolve_tasks(options.tasks, options.task_args, registry)
+    tasks = resolve_tasks(options.tasks, options.task_args, registry, expand_decoding=options.model is not None)
 
     adapter_cls: type[ModelAdapter] | None = None
     if options.model is not None:
@@ -116,7 +117,14 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
 
     data_dir, _ = resolve_data_dir(options.data_dir)
     out_dir = options.output_dir / run_slug(options.model)
-    runs = [_TaskRun(t, _load_data(t, registry, data_dir, options.limit)) for t in tasks]
+    loaded: dict[str, LoadedData] = {}
+    runs = []
+    for t in tasks:
+        # Decoding variants of one task read the same data: load it once.
+        key = json.dumps([t.config.loader, t.config.data], sort_keys=True, default=str)
+        if key not in loaded:
+            loaded[key] = _load_data(t, registry, data_dir, options.limit)
+        runs.append(_TaskRun(t, loaded[key]))
 
     adapter: ModelAdapter | None = None
     load_seconds: float | None = None
@@ -193,11 +201,14 @@ def _score_and_write(
         "task_hashes": {},
         "data_sources": {},
         "responses": {},
+        "unavailable": {},
+        "notes": {},
+        "scorers": {},
     }
     timing: dict[str, Any] = {}
     for r in runs:
         start = time.perf_counter()
-        metrics, samples, response_summary = _score_task(r, options.seed)
+        metrics, samples, response_summary, unavailable = _score_task(r, options.seed)
         write_jsonl(out_dir / f"samples_{r.name}.jsonl", samples)
         name = r.name
         results["results"][name] = lm_eval_entries(name, metrics)
@@ -213,6 +224,14 @@ def _score_and_write(
         results["data_sources"][name] = r.data.source
         if response_summary:
             results["responses"][name] = response_summary
+        if unavailable:
+            results["unavailable"][name] = unavailable
+        notes = {s.name: s.notes for s in r.task.scorers if s.notes and s.name not in unavailable}
+        if notes:
+            results["notes"][name] = notes
+        described = {s.name: s.describe() for s in r.task.scorers if s.name not in unavailable and s.describe()}
+        if described:
+            results["scorers"][name] = described
         timing[name] = {**r.timing, "scoring_seconds": round(time.perf_counter() - start, 3)}
 
     model = options.model
@@ -236,16 +255,36 @@ def _score_and_write(
     return results
 
 
-def _score_task(r: _TaskRun, seed: int) -> tuple[dict[str, Metric], list[dict[str, Any]], dict[str, Any]]:
+def _prepare_scorers(
+    r: _TaskRun, records: list[dict[str, Any] | None], responses: list[Any | None]
+) -> tuple[list[Scorer], dict[str, str]]:
+    """Let each scorer batch its work over the whole task; set aside those that cannot run, with their reason."""
+    ready: list[Scorer] = []
+    unavailable: dict[str, str] = {}
+    for scorer in r.task.scorers:
+        try:
+            scorer.prepare(list(r.data.instances), responses)
+        except ScorerUnavailable as exc:
+            unavailable[scorer.name] = str(exc)
+            print(f"warning: task {r.name}: scorer '{scorer.name}' unavailable: {exc}", file=sys.stderr)
+        else:
+            ready.append(scorer)
+    return ready, unavailable
+
+
+def _score_task(
+    r: _TaskRun, seed: int
+) -> tuple[dict[str, Metric], list[dict[str, Any]], dict[str, Any], dict[str, str]]:
     config = r.task.config
-    per_scorer: dict[str, list[dict[str, Any]]] = {s.name: [] for s in r.task.scorers}
+    records = [r.store.get(inst.id) if r.store is not None else None for inst in r.data.instances]
+    responses = [response_from_record(config.request, rec["response"]) if rec else None for rec in records]
+    scorers, unavailable = _prepare_scorers(r, records, responses)
+    per_scorer: dict[str, list[dict[str, Any]]] = {s.name: [] for s in scorers}
     samples: list[dict[str, Any]] = []
     summary: dict[str, Any] = {}
-    for doc_id, inst in enumerate(r.data.instances):
-        record = r.store.get(inst.id) if r.store is not None else None
-        response = response_from_record(config.request, record["response"]) if record else None
+    for doc_id, (inst, record, response) in enumerate(zip(r.data.instances, records, responses, strict=True)):
         values: dict[str, Any] = {}
-        for scorer in r.task.scorers:
+        for scorer in scorers:
             v = scorer.score(inst, response, derive_rng(seed, config.task, scorer.name, inst.id))
             per_scorer[scorer.name].append(v)
             clash = set(v) & set(values)
@@ -270,13 +309,13 @@ def _score_task(r: _TaskRun, seed: int) -> tuple[dict[str, Metric], list[dict[st
         samples.append(sample)
 
     metrics: dict[str, Metric] = {}
-    for scorer in r.task.scorers:
+    for scorer in scorers:
         agg = scorer.aggregate(per_scorer[scorer.name], derive_rng(seed, config.task, scorer.name, "aggregate"))
         clash = set(agg) & set(metrics)
         if clash:
             raise HarnessError(f"task {config.task}: scorers report the same metric {sorted(clash)[0]!r}")
         metrics.update(agg)
-    return metrics, samples, summary
+    return metrics, samples, summary, unavailable
 
 
 def _add_to_summary(summary: dict[str, Any], response: dict[str, Any]) -> None:
@@ -287,3 +326,9 @@ def _add_to_summary(summary: dict[str, Any], response: dict[str, Any]) -> None:
     for reason, count in response.get("rejected", {}).items():
         rejected = summary.setdefault("rejected", {})
         rejected[reason] = rejected.get(reason, 0) + int(count)
+    if "texts" in response:
+        summary["n_samples"] = summary.get("n_samples", 0) + len(response["texts"])
+        summary["tokens_generated"] = summary.get("tokens_generated", 0) + sum(int(k) for k in response["n_tokens"])
+        finished = summary.setdefault("finish_reasons", {})
+        for reason in response["finish_reasons"]:
+            finished[reason] = finished.get(reason, 0) + 1

@@ -17,6 +17,14 @@ import numpy as np
 from harness.instances import Instance
 
 
+class ScorerUnavailable(Exception):
+    """A scorer cannot run for this task (e.g. no POS tagger for the task's language); the message says why.
+
+    Raised from :meth:`Scorer.prepare`. The runner then reports the scorer as unavailable for the task, with the
+    reason, in ``results.json`` (``unavailable``) and in the CLI table: a probe is never silently skipped.
+    """
+
+
 @dataclass(frozen=True)
 class Metric:
     """An aggregated metric. ``higher_is_better`` is None for descriptive quantities (e.g. entropy)."""
@@ -44,6 +52,19 @@ class Scorer(ABC):
 
     def __init__(self, **args: Any) -> None:
         self.args = args
+        #: Remarks about this task's metrics for ``results.json`` (``notes``), e.g. why a control is missing.
+        self.notes: dict[str, str] = {}
+
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:  # noqa: B027 - optional hook
+        """Called once per task before ``score``, with every instance and its response (None where absent).
+
+        Scorers that tag or embed texts batch that work here, over all distinct texts at once. Raise
+        :class:`ScorerUnavailable` if the scorer cannot run for this task.
+        """
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance of the scorer's own models (tagger, embedding model), for ``results.json``."""
+        return {}
 
     @abstractmethod
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:

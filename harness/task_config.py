@@ -29,7 +29,8 @@ from typing import Any
 import yaml
 
 from harness.errors import TaskConfigError
-from harness.requests import REQUEST_KINDS
+from harness.prompting import PROMPT_FIELDS, template_fields
+from harness.requests import REQUEST_KINDS, DecodingConfig
 
 TASK_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 TOP_LEVEL_FIELDS = ("task", "version", "description", "loader", "data", "request", "params", "scorers", "tags")
@@ -53,6 +54,51 @@ def _positive_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
 
 
+def _string_list(v: Any) -> bool:
+    return isinstance(v, list) and all(isinstance(x, str) and x for x in v)
+
+
+def _template(v: Any) -> bool:
+    if not isinstance(v, str):
+        return False
+    try:
+        return set(template_fields(v)) <= set(PROMPT_FIELDS)
+    except ValueError:
+        return False
+
+
+def _optional_template(v: Any) -> bool:
+    return v is None or _template(v)
+
+
+def decoding_labels(value: Any) -> list[str]:
+    """The decoding settings of a sweep, as canonical labels (``ancestral``, ``top_p=0.9``).
+
+    A list in YAML, or one string with settings separated by ``;`` (what ``--task-args decoding=...`` gives).
+    Raises ValueError naming the setting that does not parse.
+    """
+    items = value.split(";") if isinstance(value, str) else value
+    if not isinstance(items, list) or not items:
+        raise ValueError("a decoding setting or a list of them")
+    labels: list[str] = []
+    for item in items:
+        label = DecodingConfig.parse(str(item)).label
+        if label in labels:
+            raise ValueError(f"each decoding setting once, {label!r} is given twice")
+        labels.append(label)
+    return labels
+
+
+def _decoding(v: Any) -> bool:
+    try:
+        decoding_labels(v)
+    except ValueError:
+        return False
+    return True
+
+
+_TEMPLATE_EXPECTED = f"a string whose {{placeholders}} are among {', '.join(PROMPT_FIELDS)}"
+
 #: Parameters each request kind takes, with defaults. Adding a request kind means adding its parameters here.
 REQUEST_PARAMS: dict[str, dict[str, ParamSpec]] = {
     "sample_words": {
@@ -60,6 +106,23 @@ REQUEST_PARAMS: dict[str, dict[str, ParamSpec]] = {
         "temperature": ParamSpec(1.0, _positive_number, "a positive number"),
         "mode": ParamSpec("exact", lambda v: v in ("exact", "paper"), "one of 'exact', 'paper'"),
         "max_new_tokens": ParamSpec(32, _positive_int, "a positive integer"),
+    },
+    "generate": {
+        "n_samples": ParamSpec(10, _positive_int, "a positive integer"),
+        "decoding": ParamSpec(
+            ["ancestral"],
+            _decoding,
+            "a decoding setting or a list of them: ancestral, temperature=T, top_k=K, top_p=P, typical_p=P, "
+            "combined with '+' (top_k=50+temperature=0.7); several separated by ';' on the command line",
+        ),
+        "max_new_tokens": ParamSpec(100, _positive_int, "a positive integer"),
+        "stop": ParamSpec([], _string_list, "a list of non-empty strings"),
+        "prompt_template": ParamSpec("{source}", _template, _TEMPLATE_EXPECTED),
+        "chat": ParamSpec(False, lambda v: isinstance(v, bool), "true or false"),
+        "chat_template": ParamSpec(None, _optional_template, _TEMPLATE_EXPECTED + ", or null"),
+        "system_prompt": ParamSpec(None, lambda v: v is None or isinstance(v, str), "a string or null"),
+        "seq2seq_prefix": ParamSpec("", lambda v: isinstance(v, str), "a string"),
+        "turn_separator": ParamSpec("\n", lambda v: isinstance(v, str), "a string"),
     },
 }
 
@@ -227,8 +290,14 @@ def _validate_params(params: Any, specs: dict[str, ParamSpec], file: str) -> dic
         if key not in specs:
             raise TaskConfigError(file, f"params.{key}", f"no such parameter; known: {', '.join(specs)}")
         if not specs[key].check(value):
-            raise TaskConfigError(file, f"params.{key}", f"{specs[key].expected}, {_got(value)}")
-        out[key] = value
+            detail = ""
+            if key == "decoding":
+                try:
+                    decoding_labels(value)
+                except ValueError as exc:
+                    detail = f" ({exc})"
+            raise TaskConfigError(file, f"params.{key}", f"{specs[key].expected}, {_got(value)}{detail}")
+        out[key] = decoding_labels(value) if key == "decoding" else value
     for key, spec in specs.items():
         out.setdefault(key, spec.default)
     return dict(sorted(out.items()))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +15,16 @@ from harness.task_config import TaskConfig, load_task_file
 
 @dataclass
 class ResolvedTask:
+    """A validated task with its scorers. A decoding sweep becomes one resolved task per setting (``variant``),
+    each with its own response store and its own row in the results: ``wmt14-en-de@top_p=0.9``."""
+
     config: TaskConfig
     scorers: list[Scorer]
+    variant: str | None = None
+
+    @property
+    def name(self) -> str:
+        return f"{self.config.task}@{self.variant}" if self.variant else self.config.task
 
 
 def task_path(name_or_path: str, registry: Registry) -> Path:
@@ -58,12 +66,23 @@ def check_against_registry(config: TaskConfig, registry: Registry) -> list[Score
     return scorers
 
 
-def resolve_tasks(names: list[str], overrides: Mapping[str, Any], registry: Registry) -> list[ResolvedTask]:
+def resolve_tasks(
+    names: list[str], overrides: Mapping[str, Any], registry: Registry, *, expand_decoding: bool = True
+) -> list[ResolvedTask]:
+    """Load and check each task. With ``expand_decoding`` (model runs), a ``generate`` task becomes one task per
+    decoding setting; human-only runs do not depend on decoding and keep one task."""
     resolved = []
     for name in names:
         config = load_task_file(task_path(name, registry), overrides)
-        resolved.append(ResolvedTask(config, check_against_registry(config, registry)))
-    seen = [r.config.task for r in resolved]
+        scorers = check_against_registry(config, registry)
+        if config.request == "generate" and expand_decoding:
+            for label in config.params["decoding"]:
+                variant = replace(config, params={**config.params, "decoding": [label]})
+                # Scorers hold per-run state (caches, notes), so each variant gets its own instances.
+                resolved.append(ResolvedTask(variant, check_against_registry(variant, registry), label))
+        else:
+            resolved.append(ResolvedTask(config, scorers))
+    seen = [r.name for r in resolved]
     dupes = sorted({t for t in seen if seen.count(t) > 1})
     if dupes:
         raise HarnessError(f"--tasks: task '{dupes[0]}' is given twice")

