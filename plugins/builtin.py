@@ -16,9 +16,17 @@ def register_models(register: Callable[[str, Any], None]) -> None:
 
 @hookimpl
 def register_loaders(register: Callable[[str, Any], None]) -> None:
+    from plugins.loaders.asset import load_asset
+    from plugins.loaders.dailydialog import load_dailydialog_pp
     from plugins.loaders.provo import load_provo
+    from plugins.loaders.wmt14 import load_wmt14_multiref
+    from plugins.loaders.writingprompts import load_writingprompts
 
     register("provo", load_provo)
+    register("wmt14_multiref", load_wmt14_multiref)
+    register("asset", load_asset)
+    register("dailydialog_pp", load_dailydialog_pp)
+    register("writingprompts", load_writingprompts)
 
 
 @hookimpl

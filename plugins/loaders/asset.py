@@ -1,0 +1,188 @@
+"""ASSET sentence simplification (Alva-Manchego et al., 2020): 10 human simplifications per source sentence.
+
+Two kinds of input are read, so that the harness works with the official release and with the derived JSONL copy
+some environments hold:
+
+* the official ``dataset/asset.{split}.orig`` and ``dataset/asset.{split}.simp.{0..9}`` from
+  ``facebookresearch/asset``: plain text, one sentence per line, line i of every file about the same source (the
+  last line has no trailing newline);
+* the derived ``asset_{split}.jsonl``: ``{"id": i, "source": ..., "references": [simp.0 line i, ...]}`` (the
+  schema of ``utils.py::transform_asset_dataset`` in ``dmg-illc/nlg-uncertainty-probes``).
+
+Both give identical instances (the tests check this on the real data). The eleven official files are aligned by
+line number only, so they must all have the same number of lines; a file that is one line short would otherwise
+shift every later reference onto the wrong source. Every sentence is stripped of whitespace at both ends (a few
+``valid`` simplifications start or end with spaces or no-break spaces); spaces inside are kept as released.
+``source["n_stripped"]`` counts the strings this changed. No download is attempted: the provenance notes name the
+repository, not a download address, so the not-found error says where to get the files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.data import LoadedData, hash_files
+from harness.errors import DataNotFoundError, HarnessError
+from harness.instances import GenerationInstance, Instance
+
+LOADER = "asset"
+DEFAULT_PATH = "asset"
+SPLITS = ("valid", "test")
+FORMATS = ("auto", "official", "jsonl")
+OPTIONS = ("path", "split", "format")
+N_REFS = 10
+REPO_URL = "https://github.com/facebookresearch/asset"
+
+
+def load_asset(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+    """Load one ASSET split from ``data_dir / path``.
+
+    Options: ``path`` (default ``asset``); ``split`` (``valid`` or ``test``, required: ASSET has no train split);
+    ``format`` (``auto`` prefers the official text files, then the JSONL; ``official``; ``jsonl``).
+    """
+    unknown = sorted(str(k) for k in options if k not in OPTIONS)
+    if unknown:
+        raise HarnessError(
+            f"{LOADER} data option {', '.join(repr(k) for k in unknown)}: unknown; known options: {', '.join(OPTIONS)}"
+        )
+    split = options.get("split")
+    if split not in SPLITS:
+        raise HarnessError(f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {split!r}")
+    fmt = options.get("format", "auto")
+    if fmt not in FORMATS:
+        raise HarnessError(f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    sub = options.get("path", DEFAULT_PATH)
+    if not isinstance(sub, str) or not sub:
+        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {sub!r}")
+    root = data_dir / sub
+    official = [root / "dataset" / f"asset.{split}.orig"] + [
+        root / "dataset" / f"asset.{split}.simp.{k}" for k in range(N_REFS)
+    ]
+    derived = root / f"asset_{split}.jsonl"
+
+    stats = {"n_stripped": 0}
+    if fmt in ("auto", "official") and all(p.is_file() for p in official):
+        found, files = "official", official
+        records = _read_official(official, stats)
+    elif fmt in ("auto", "jsonl") and derived.is_file():
+        found, files = "jsonl", [derived]
+        records = _read_jsonl(derived, stats)
+    else:
+        looked = []
+        if fmt in ("auto", "official"):
+            absent = [p.name for p in official if not p.is_file()]
+            looked.append(
+                f"{root / 'dataset'}/asset.{split}.orig + asset.{split}.simp.0-9 (missing: {', '.join(absent)})"
+            )
+        if fmt in ("auto", "jsonl"):
+            looked.append(str(derived))
+        raise DataNotFoundError(
+            f"ASSET {split} data (format {fmt}) not found: looked for {' and '.join(looked)}. "
+            f"Point the harness at a copy with --data-dir DIR or HARNESS_DATA_DIR=DIR, with the files in DIR/{sub}/. "
+            f"The official files are dataset/asset.{split}.orig and dataset/asset.{split}.simp.0-9 in {REPO_URL} "
+            f"(CC BY-NC 4.0); put them in DIR/{sub}/dataset/."
+        )
+
+    instances: list[Instance] = [
+        GenerationInstance(id=str(index), source=source, references=refs, language="en")
+        for index, source, refs in records
+    ]
+    source_info: dict[str, Any] = {
+        "dataset": "asset",
+        "split": split,
+        "format": found,
+        "files": [str(p) for p in files],
+        "n_sources": len(instances),
+        "n_references": N_REFS,
+        "n_stripped": stats["n_stripped"],
+    }
+    return LoadedData(instances=instances, data_hash=hash_files(files), source=source_info)
+
+
+# ------------------------------------------------------------------------------------------------------ readers
+
+_Record = tuple[int, str, tuple[str, ...]]  # line index (0-based), source, references
+
+
+def _read_official(paths: list[Path], stats: dict[str, int]) -> list[_Record]:
+    """The ``.orig`` file and the ten ``.simp.k`` files, zipped by line after checking their lengths agree."""
+    columns = [_lines(p) for p in paths]
+    expected = len(columns[0])
+    for path, lines in zip(paths[1:], columns[1:], strict=True):
+        if len(lines) != expected:
+            raise HarnessError(
+                f"{path}: {len(lines)} lines, expected {expected} like {paths[0].name} (the files are aligned by line)"
+            )
+    records: list[_Record] = []
+    for index in range(expected):
+        texts = [
+            _clean(lines[index], f"{path}: line {index + 1}", "sentence", stats)
+            for path, lines in zip(paths, columns, strict=True)
+        ]
+        records.append((index, texts[0], tuple(texts[1:])))
+    return records
+
+
+def _lines(path: Path) -> list[str]:
+    """The file's lines. The release has no newline after the last line; one there is accepted, not counted."""
+    text = _decode(path.read_bytes(), path)
+    if text.endswith("\n"):
+        text = text[:-1]
+    return text.split("\n") if text else []
+
+
+def _read_jsonl(path: Path, stats: dict[str, int]) -> list[_Record]:
+    """The derived JSONL; it must hold what the official files hold (10 references per source)."""
+    records: list[_Record] = []
+    seen: dict[int, int] = {}
+    for line_no, line in enumerate(_decode(path.read_bytes(), path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {line_no}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise HarnessError(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise HarnessError(f"{where}: expected a JSON object")
+        for name in ("id", "source", "references"):
+            if name not in record:
+                raise HarnessError(f"{where}: field '{name}': missing")
+        index = record["id"]
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise HarnessError(f"{where}: field 'id': expected an integer, got {index!r}")
+        if index in seen:
+            raise HarnessError(f"{where}: field 'id': {index} repeated (first at line {seen[index]})")
+        seen[index] = line_no
+        refs = record["references"]
+        if not isinstance(refs, list) or len(refs) != N_REFS:
+            got = f"{len(refs)} items" if isinstance(refs, list) else repr(refs)[:40]
+            raise HarnessError(f"{where}: field 'references': expected a list of {N_REFS} strings, got {got}")
+        source = _clean(record["source"], where, "source", stats)
+        texts = tuple(_clean(x, where, f"references[{k}]", stats) for k, x in enumerate(refs))
+        records.append((index, source, texts))
+    return records
+
+
+def _clean(value: object, where: str, name: str, stats: dict[str, int]) -> str:
+    """The sentence stripped at both ends. An empty one is an error: it is how a misaligned file usually shows."""
+    if not isinstance(value, str):
+        raise HarnessError(f"{where}: field '{name}': expected a string, got {value!r}")
+    text = value.strip()
+    if not text:
+        raise HarnessError(f"{where}: field '{name}': empty sentence")
+    if text != value:
+        stats["n_stripped"] += 1
+    return text
+
+
+def _decode(data: bytes, path: Path) -> str:
+    """UTF-8 text (a BOM is allowed); an invalid byte is reported with its line number."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise HarnessError(f"{path}: line {line}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None

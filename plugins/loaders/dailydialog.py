@@ -1,0 +1,196 @@
+"""DailyDialog++ (Sai et al., 2020): dialogue contexts with 5 human-written relevant next turns each.
+
+The release (``iitmnlp/DailyDialog-plusplus``, ``dataset/{dev,test}.json``) is JSON Lines, one context per line,
+with ``id``, ``context`` (the turns, earliest first), ``positive_responses`` (5 relevant replies written by
+people: the multiple human references) and two lists of negative responses, which are not read. Each context
+becomes a :class:`GenerationInstance` with ``turns`` and an empty ``source``.
+
+For ``dev``, the release also has ``dataset/test-v1.0.json`` (the website's SQuAD-style file), which groups the
+same 1,028 contexts under 10 DailyDialog topics. When it is there, each dev instance gets ``meta["topic"]``, so
+results can be broken down by topic. Its response ids are ``<dev id>p<k>``; a topic is attached only where the
+file's positive responses equal the dev record's, so a mismatched copy can never label the wrong context
+(``source["n_topic_mismatches"]`` counts any that were skipped).
+
+Text is kept as released apart from stripping whitespace at both ends (no string in the release has any). No
+download is attempted: the provenance notes name the repository, not a download address.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.data import LoadedData, hash_files
+from harness.errors import DataNotFoundError, HarnessError
+from harness.instances import GenerationInstance, Instance
+
+LOADER = "dailydialog_pp"
+DEFAULT_PATH = "dailydialog-plusplus"
+SPLITS = ("dev", "test")
+OPTIONS = ("path", "split")
+TOPICS_FILE = "test-v1.0.json"
+RESPONSE_ID_RE = re.compile(r"^(\d+)([pra])(\d+)$")
+REPO_URL = "https://github.com/iitmnlp/DailyDialog-plusplus"
+
+
+def load_dailydialog_pp(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+    """Load one DailyDialog++ split from ``data_dir / path / dataset``.
+
+    Options: ``path`` (default ``dailydialog-plusplus``); ``split`` (``dev``, the default and the split
+    Giulianelli et al. (2023) used, or ``test``). ``train`` is not offered: it is the split models are tuned
+    on, and its file was not available where this loader was written, so it could not be checked.
+    """
+    unknown = sorted(str(k) for k in options if k not in OPTIONS)
+    if unknown:
+        raise HarnessError(
+            f"{LOADER} data option {', '.join(repr(k) for k in unknown)}: unknown; known options: {', '.join(OPTIONS)}"
+        )
+    split = options.get("split", "dev")
+    if split not in SPLITS:
+        raise HarnessError(f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {split!r}")
+    sub = options.get("path", DEFAULT_PATH)
+    if not isinstance(sub, str) or not sub:
+        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {sub!r}")
+    path = data_dir / sub / "dataset" / f"{split}.json"
+    if not path.is_file():
+        raise DataNotFoundError(
+            f"DailyDialog++ {split} data not found: looked for {path}. Point the harness at a copy with "
+            f"--data-dir DIR or HARNESS_DATA_DIR=DIR, with the files in DIR/{sub}/dataset/. The official files are "
+            f"dataset/{split}.json in {REPO_URL} (also linked from https://iitmnlp.github.io/DailyDialog-plusplus/)."
+        )
+
+    records = _read_split(path)
+    files = [path]
+    source_info: dict[str, Any] = {"dataset": "dailydialog-plusplus", "split": split, "format": "official"}
+    topics: dict[int, str] = {}
+    topics_path = path.parent / TOPICS_FILE
+    if split == "dev" and topics_path.is_file():
+        positives = {number: refs for number, _, refs in records}
+        topics, mismatches = _read_topics(topics_path, positives)
+        files.append(topics_path)
+        source_info["n_with_topic"] = len(topics)
+        source_info["n_topic_mismatches"] = mismatches
+
+    instances: list[Instance] = [
+        GenerationInstance(
+            id=str(number),
+            source="",
+            turns=turns,
+            references=refs,
+            language="en",
+            meta={"topic": topics[number]} if number in topics else {},
+        )
+        for number, turns, refs in records
+    ]
+    source_info["files"] = [str(p) for p in files]
+    source_info["n_contexts"] = len(instances)
+    return LoadedData(instances=instances, data_hash=hash_files(files), source=source_info)
+
+
+# ------------------------------------------------------------------------------------------------------ readers
+
+_Record = tuple[int, tuple[str, ...], tuple[str, ...]]  # id, context turns, positive responses
+
+
+def _read_split(path: Path) -> list[_Record]:
+    """``{split}.json``: one JSON object per line. Only ``id``, ``context`` and ``positive_responses`` are read."""
+    records: list[_Record] = []
+    seen: dict[int, int] = {}
+    for line_no, line in enumerate(_decode(path.read_bytes(), path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {line_no}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise HarnessError(f"{where}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise HarnessError(f"{where}: expected a JSON object")
+        for name in ("id", "context", "positive_responses"):
+            if name not in record:
+                raise HarnessError(f"{where}: field '{name}': missing")
+        number = record["id"]
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise HarnessError(f"{where}: field 'id': expected an integer, got {number!r}")
+        if number in seen:
+            raise HarnessError(f"{where}: field 'id': {number} repeated (first at line {seen[number]})")
+        seen[number] = line_no
+        turns = _utterances(record["context"], where, "context")
+        refs = _utterances(record["positive_responses"], where, "positive_responses")
+        records.append((number, turns, refs))
+    return records
+
+
+def _utterances(value: object, where: str, name: str) -> tuple[str, ...]:
+    """A non-empty list of non-empty strings, each stripped at both ends."""
+    if not isinstance(value, list) or not value:
+        raise HarnessError(f"{where}: field '{name}': expected a non-empty list of strings, got {value!r:.60}")
+    out = []
+    for k, item in enumerate(value):
+        if not isinstance(item, str):
+            raise HarnessError(f"{where}: field '{name}[{k}]': expected a string, got {item!r:.60}")
+        text = item.strip()
+        if not text:
+            raise HarnessError(f"{where}: field '{name}[{k}]': empty utterance")
+        out.append(text)
+    return tuple(out)
+
+
+def _read_topics(path: Path, positives: dict[int, tuple[str, ...]]) -> tuple[dict[int, str], int]:
+    """dev id -> topic title from the website file, and how many of its contexts did not match a dev record.
+
+    The file is ``{"data": [{"title": topic, "paragraphs": [{"context": ..., "responses": [{"text", "id",
+    "label"}]}]}]}``; the number before ``p``/``a``/``r`` in a response id is the dev record's id.
+    """
+    try:
+        document = json.loads(_decode(path.read_bytes(), path))
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    data = document.get("data") if isinstance(document, dict) else None
+    if not isinstance(data, list):
+        raise HarnessError(f"{path}: field 'data': expected a list of topics")
+    topics: dict[int, str] = {}
+    mismatches = 0
+    for t, topic in enumerate(data):
+        where = f"{path}: field 'data[{t}]"
+        if not isinstance(topic, dict) or not isinstance(topic.get("title"), str):
+            raise HarnessError(f"{where}.title': expected a string")
+        paragraphs = topic.get("paragraphs")
+        if not isinstance(paragraphs, list):
+            raise HarnessError(f"{where}.paragraphs': expected a list")
+        for p, paragraph in enumerate(paragraphs):
+            responses = paragraph.get("responses") if isinstance(paragraph, dict) else None
+            if not isinstance(responses, list) or not responses:
+                raise HarnessError(f"{where}.paragraphs[{p}].responses': expected a non-empty list")
+            ids: set[int] = set()
+            positive: list[str] = []
+            for r, response in enumerate(responses):
+                field = f"{where}.paragraphs[{p}].responses[{r}]"
+                if not isinstance(response, dict) or not all(
+                    isinstance(response.get(k), str) for k in ("text", "id", "label")
+                ):
+                    raise HarnessError(f"{field}': expected an object with string 'text', 'id' and 'label'")
+                match = RESPONSE_ID_RE.match(response["id"])
+                if match is None:
+                    raise HarnessError(f"{field}.id': expected '<context id>p|a|r<k>', got {response['id']!r}")
+                ids.add(int(match.group(1)))
+                if response["label"].startswith("1"):
+                    positive.append(response["text"].strip())
+            number = ids.pop() if len(ids) == 1 else None
+            if number is not None and positives.get(number) == tuple(positive):
+                topics[number] = topic["title"]
+            else:
+                mismatches += 1
+    return topics, mismatches
+
+
+def _decode(data: bytes, path: Path) -> str:
+    """UTF-8 text (a BOM is allowed); an invalid byte is reported with its line number."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise HarnessError(f"{path}: line {line}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None

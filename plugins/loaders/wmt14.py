@@ -1,0 +1,246 @@
+"""WMT'14 newstest2014 with 10 extra human references per source (Ott et al., 2018) as generation instances.
+
+Each English source sentence has 11 human translations (the original WMT reference and 10 more written by
+professional translators), which is what makes the set usable for comparing a model's output distribution with
+human production variability (Giulianelli et al., 2023, used en-de). Two kinds of input are read, so that the
+harness works with the official release and with the derived JSONL copy some environments hold:
+
+* the official ``original/wmt14-{pair}.extra_refs.gz`` from ``facebookresearch/analyzing-uncertainty-nmt``:
+  ``TAG<TAB>sentence`` lines, 12 per source (``S-n``, ``T-n``, ``R1-n`` … ``R10-n``);
+* the derived ``wmt14_{pair}_multiref.jsonl``: one record per source with ``id``, ``source``,
+  ``original_reference`` and ``additional_references`` (the schema of ``utils.py::load_wmt14_data`` in
+  ``dmg-illc/nlg-uncertainty-probes``).
+
+Both give identical instances (the tests check this on the real data). The official file is validated strictly
+(tag order and sentence numbers), because a misplaced line would silently pair a source with another sentence's
+translations. No download is attempted: the data set's provenance notes name the repository, not a download
+address, so the not-found error says where to get the files instead.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.data import LoadedData, hash_files
+from harness.errors import DataNotFoundError, HarnessError
+from harness.instances import GenerationInstance, Instance
+
+LOADER = "wmt14_multiref"
+DEFAULT_PATH = "wmt14-multiref"
+#: Language pair -> language of the references (the productions a probe would tag).
+PAIRS = {"en-de": "de", "en-fr": "fr"}
+FORMATS = ("auto", "official", "jsonl")
+OPTIONS = ("path", "pair", "format", "max_references")
+N_EXTRA = 10  # R1..R10
+#: Tags of one source's block, in the order the release writes them.
+BLOCK_TAGS = ("S", "T", *(f"R{k}" for k in range(1, N_EXTRA + 1)))
+TAG_RE = re.compile(r"^(S|T|R(?:[1-9]|10))-(\d+)$")
+JSONL_FIELDS = ("id", "source", "original_reference", "additional_references")
+REPO_URL = "https://github.com/facebookresearch/analyzing-uncertainty-nmt"
+
+
+def load_wmt14_multiref(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+    """Load the multi-reference newstest2014 sources of one language pair from ``data_dir / path``.
+
+    Options: ``path`` (default ``wmt14-multiref``); ``pair`` (``en-de`` or ``en-fr``, required); ``format``
+    (``auto`` prefers the official ``.gz``, then the JSONL; ``official``; ``jsonl``); ``max_references`` (keep the
+    first k of the 11 references, the original WMT reference first).
+    """
+    _check_option_names(options)
+    pair = options.get("pair")
+    if pair not in PAIRS:
+        raise HarnessError(f"{LOADER} data option 'pair': expected one of {', '.join(PAIRS)}, got {pair!r}")
+    fmt = options.get("format", "auto")
+    if fmt not in FORMATS:
+        raise HarnessError(f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {fmt!r}")
+    max_refs = options.get("max_references")
+    n_refs = 1 + N_EXTRA
+    if max_refs is not None and (
+        isinstance(max_refs, bool) or not isinstance(max_refs, int) or not 1 <= max_refs <= n_refs
+    ):
+        raise HarnessError(
+            f"{LOADER} data option 'max_references': expected an integer from 1 to {n_refs}, got {max_refs!r}"
+        )
+    sub = options.get("path", DEFAULT_PATH)
+    if not isinstance(sub, str) or not sub:
+        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {sub!r}")
+    root = data_dir / sub
+    official = root / "original" / f"wmt14-{pair}.extra_refs.gz"
+    derived = root / f"wmt14_{pair}_multiref.jsonl"
+
+    if fmt in ("auto", "official") and official.is_file():
+        found, path = "official", official
+        records = _read_official(official)
+    elif fmt in ("auto", "jsonl") and derived.is_file():
+        found, path = "jsonl", derived
+        records = _read_jsonl(derived)
+    else:
+        looked = [str(p) for p, f in ((official, "official"), (derived, "jsonl")) if fmt in ("auto", f)]
+        raise DataNotFoundError(
+            f"WMT'14 multi-reference data ({pair}, format {fmt}) not found: looked for {' and '.join(looked)}. "
+            f"Point the harness at a copy with --data-dir DIR or HARNESS_DATA_DIR=DIR, with the files in DIR/{sub}/. "
+            f"The official file is wmt14-{pair}.extra_refs.gz in {REPO_URL} (Ott et al., 2018, CC BY-NC 4.0); "
+            f"put it in DIR/{sub}/original/."
+        )
+
+    language = PAIRS[pair]
+    instances: list[Instance] = [
+        GenerationInstance(
+            id=str(number),
+            source=source,
+            references=refs[:max_refs] if max_refs is not None else refs,
+            language=language,
+            meta={"sentence_number": number},
+        )
+        for number, source, refs in records
+    ]
+    source_info: dict[str, Any] = {
+        "dataset": "wmt14-multiref",
+        "pair": pair,
+        "format": found,
+        "files": [str(path)],
+        "n_sources": len(instances),
+        "n_references": max_refs if max_refs is not None else n_refs,
+    }
+    return LoadedData(instances=instances, data_hash=hash_files([path]), source=source_info)
+
+
+# ------------------------------------------------------------------------------------------------------ readers
+
+_Record = tuple[int, str, tuple[str, ...]]  # sentence number, source, (T, R1..R10)
+
+
+def _read_official(path: Path) -> list[_Record]:
+    """The release's 12-line blocks. Every tag is checked against its place in the block, and every number
+    against the block's ``S-n``: the file has no other structure, so order is the only evidence of alignment."""
+    try:
+        with gzip.open(path, "rb") as handle:
+            data = handle.read()
+    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError; a truncated file raises EOFError
+        raise HarnessError(f"{path}: not a readable gzip file ({exc})") from None
+    lines = _decode(data, path).split("\n")
+    while lines and not lines[-1].strip():  # the release ends with a newline; tolerate extra blank lines
+        lines.pop()
+    block = len(BLOCK_TAGS)
+    records: list[_Record] = []
+    seen: dict[int, int] = {}  # sentence number -> line of its S tag
+    number = -1
+    texts: list[str] = []
+    for index, line in enumerate(lines):
+        line_no = index + 1
+        expected_kind = BLOCK_TAGS[index % block]
+        tag, tab, sentence = line.partition("\t")
+        tag = tag.strip()
+        where = f"{path}: line {line_no}"
+        match = TAG_RE.match(tag)
+        if not tab or match is None:
+            shown = f"'{expected_kind}-n'" if expected_kind == "S" else f"'{expected_kind}-{number}'"
+            raise HarnessError(f"{where}: field 'tag': expected {shown} then a tab and the sentence, got {line[:40]!r}")
+        kind, n = match.group(1), int(match.group(2))
+        if expected_kind == "S":
+            if kind != "S":
+                raise HarnessError(
+                    f"{where}: field 'tag': expected a new source 'S-n' (each source has 12 lines: S-n, T-n, "
+                    f"R1-n … R10-n), got {tag!r}"
+                )
+            if n in seen:
+                raise HarnessError(f"{where}: field 'tag': sentence {n} repeated (first at line {seen[n]})")
+            seen[n] = line_no
+            number, texts = n, []
+        elif kind != expected_kind or n != number:
+            raise HarnessError(
+                f"{where}: field 'tag': expected '{expected_kind}-{number}' (each source has 12 lines: S-n, T-n, "
+                f"R1-n … R10-n), got {tag!r}"
+            )
+        text = sentence.strip()
+        if not text:
+            raise HarnessError(f"{where}: field '{tag}': empty sentence")
+        texts.append(text)
+        if len(texts) == block:
+            records.append((number, texts[0], tuple(texts[1:])))
+    if len(lines) % block:
+        missing = BLOCK_TAGS[len(lines) % block]
+        raise HarnessError(
+            f"{path}: line {len(lines)}: the file ends inside sentence {number}: expected '{missing}-{number}' "
+            f"on line {len(lines) + 1}"
+        )
+    return records
+
+
+def _read_jsonl(path: Path) -> list[_Record]:
+    """The derived JSONL. It must hold what the official file holds (10 additional references per source), so
+    that the two formats can never give different instances for the same options."""
+    records: list[_Record] = []
+    seen: dict[int, int] = {}
+    for line_no, record in _jsonl_objects(path):
+        where = f"{path}: line {line_no}"
+        for name in JSONL_FIELDS:
+            if name not in record:
+                raise HarnessError(f"{where}: field '{name}': missing")
+        number = record["id"]
+        if isinstance(number, bool) or not isinstance(number, int):
+            raise HarnessError(f"{where}: field 'id': expected an integer, got {number!r}")
+        if number in seen:
+            raise HarnessError(f"{where}: field 'id': {number} repeated (first at line {seen[number]})")
+        seen[number] = line_no
+        extra = record["additional_references"]
+        if not isinstance(extra, list) or len(extra) != N_EXTRA:
+            got = f"{len(extra)} items" if isinstance(extra, list) else repr(extra)[:40]
+            raise HarnessError(
+                f"{where}: field 'additional_references': expected a list of {N_EXTRA} strings, got {got}"
+            )
+        texts = [
+            _text(record["source"], where, "source"),
+            _text(record["original_reference"], where, "original_reference"),
+            *(_text(x, where, f"additional_references[{k}]") for k, x in enumerate(extra)),
+        ]
+        records.append((number, texts[0], tuple(texts[1:])))
+    return records
+
+
+def _text(value: object, where: str, name: str) -> str:
+    if not isinstance(value, str):
+        raise HarnessError(f"{where}: field '{name}': expected a string, got {value!r}")
+    text = value.strip()
+    if not text:
+        raise HarnessError(f"{where}: field '{name}': empty sentence")
+    return text
+
+
+def _jsonl_objects(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line; bad JSON or a non-object names the file and line."""
+    out: list[tuple[int, dict[str, Any]]] = []
+    for line_no, line in enumerate(_decode(path.read_bytes(), path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise HarnessError(f"{path}: line {line_no}: not valid JSON ({exc.msg})") from None
+        if not isinstance(record, dict):
+            raise HarnessError(f"{path}: line {line_no}: expected a JSON object")
+        out.append((line_no, record))
+    return out
+
+
+def _decode(data: bytes, path: Path) -> str:
+    """UTF-8 text (a BOM is allowed); an invalid byte is reported with its line number."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise HarnessError(f"{path}: line {line}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+
+
+def _check_option_names(options: Mapping[str, Any]) -> None:
+    """A misspelt option would otherwise be ignored silently and the run would use the default."""
+    unknown = sorted(str(k) for k in options if k not in OPTIONS)
+    if unknown:
+        raise HarnessError(
+            f"{LOADER} data option {', '.join(repr(k) for k in unknown)}: unknown; known options: {', '.join(OPTIONS)}"
+        )

@@ -1,0 +1,141 @@
+"""End to end on the real generation data sets: human-only references for every task, a real SmolLM2 run with a
+decoding sweep, determinism and resume without the model, and probes reported unavailable where they are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.models import ModelSpec
+from harness.results import strip_volatile
+from harness.runner import RunOptions, run
+from tests.helpers import REPO, run_cli, shared_data_dir
+
+PROBE_PREFIXES = ("unigram", "bigram", "trigram", "pos_unigram", "pos_bigram", "pos_trigram", "cosine")
+
+
+def require(folder: str, file: str) -> Path:
+    data = shared_data_dir()
+    if not (data / folder / file).is_file():
+        pytest.skip(f"{folder} data not found under {data}")
+    return data
+
+
+def human_only(task: str, data: Path, out: Path, limit: int | None = 8) -> dict[str, Any]:
+    return run(RunOptions(tasks=[task], model=None, limit=limit, output_dir=out, data_dir=str(data)))
+
+
+def samples(out: Path, slug: str, task: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (out / slug / f"samples_{task}.jsonl").open()]
+
+
+def test_asset_human_only_has_every_probe_and_both_controls(tmp_path: Path) -> None:
+    data = require("asset", "asset_test.jsonl")
+    results = human_only("asset-test", data, tmp_path)
+    metrics = results["metrics"]["asset-test"]
+    for prefix in PROBE_PREFIXES:
+        for suffix in ("h_mean", "control_w1", "control_w1_cross", "control_dmu", "paper_control_w1"):
+            assert f"{prefix}_{suffix}" in metrics, f"{prefix}_{suffix}"
+        assert f"{prefix}_w1_mh" not in metrics
+        assert metrics[f"{prefix}_control_w1"]["spread"] is not None
+    assert 0 < metrics["unigram_h_mean"]["value"] < 1
+    assert 0 < metrics["cosine_h_mean"]["value"] < 1
+    assert results["unavailable"] == {}
+    rows = samples(tmp_path, "human", "asset-test")
+    assert len(rows) == 8 and len(rows[0]["human"]["references"]) == 10
+    # 10 references: 45 unordered pairs per measure, kept for plots and re-scoring.
+    assert len(rows[0]["metrics"]["unigram_distances"]["H"]) == 45
+    assert results["scorers"]["asset-test"]["syntactic"]
+
+
+def test_translation_reports_the_german_tagger_unavailable(tmp_path: Path) -> None:
+    data = require("wmt14-multiref", "wmt14_en-de_multiref.jsonl")
+    results = human_only("wmt14-en-de", data, tmp_path, limit=4)
+    reason = results["unavailable"]["wmt14-en-de"]["syntactic"]
+    assert "de" in reason and "de_core_news_sm" in reason
+    metrics = results["metrics"]["wmt14-en-de"]
+    assert not any(name.startswith("pos_") for name in metrics)
+    assert "unigram_control_w1" in metrics and "cosine_h_mean" in metrics
+    # 11 references per source: 55 pairs.
+    assert len(samples(tmp_path, "human", "wmt14-en-de")[0]["metrics"]["unigram_distances"]["H"]) == 55
+
+
+def test_dialogue_says_why_it_has_no_control(tmp_path: Path) -> None:
+    data = require("dailydialog-plusplus", "dataset/dev.json")
+    results = human_only("dailydialog-pp", data, tmp_path, limit=6)
+    metrics = results["metrics"]["dailydialog-pp"]
+    assert "unigram_h_mean" in metrics
+    assert "unigram_control_w1" not in metrics and "unigram_paper_control_w1" not in metrics
+    notes = results["notes"]["dailydialog-pp"]["lexical"]
+    assert "6 references" in notes["control"]
+
+
+def test_writingprompts_on_its_fixture(tmp_path: Path) -> None:
+    fixtures = REPO / "tests" / "fixtures"
+    results = human_only("writingprompts", fixtures, tmp_path, limit=None)
+    assert results["n-samples"]["writingprompts"]["effective"] >= 1
+    assert "unigram_h_mean" in results["metrics"]["writingprompts"]
+
+
+@pytest.mark.slow
+def test_model_run_with_a_decoding_sweep_is_deterministic_and_resumes_without_the_model(tmp_path: Path) -> None:
+    data = require("asset", "asset_test.jsonl")
+    args = [
+        "run",
+        "--tasks",
+        "asset-test",
+        "--model",
+        "hf:smollm2-135m",
+        "--limit",
+        "4",
+        "--task-args",
+        "n_samples=3,max_new_tokens=24,decoding=ancestral;top_p=0.9",
+        "--data-dir",
+        str(data),
+    ]
+    first = run_cli(*args, "--output-dir", str(tmp_path / "a"))
+    assert "asset-test@top_p=0.9" in first.stdout
+    slug = "hf__smollm2-135m"
+    results = json.loads((tmp_path / "a" / slug / "results.json").read_text())
+    assert set(results["metrics"]) == {"asset-test@ancestral", "asset-test@top_p=0.9"}
+    for task in results["metrics"]:
+        metrics = results["metrics"][task]
+        for prefix in PROBE_PREFIXES:
+            for suffix in ("w1_mh", "w1_ch", "dmu_mh", "dmu_ch", "control_w1", "paper_w1_mh"):
+                assert f"{prefix}_{suffix}" in metrics, (task, prefix, suffix)
+        summary = results["responses"][task]
+        assert summary["n_samples"] == 12
+        assert sum(summary["finish_reasons"].values()) == 12
+        rows = samples(tmp_path / "a", slug, task)
+        assert len(rows[0]["response"]["texts"]) == 3
+        assert len(rows[0]["metrics"]["cosine_distances"]["C"]) == 30
+    assert results["configs"]["asset-test@top_p=0.9"]["params"]["decoding"] == ["top_p=0.9"]
+
+    # The same command again: identical results from the store, no model loaded.
+    again = run(
+        RunOptions(
+            tasks=["asset-test"],
+            model=ModelSpec("hf", "smollm2-135m"),
+            task_args={"n_samples": 3, "max_new_tokens": 24, "decoding": "ancestral;top_p=0.9"},
+            limit=4,
+            output_dir=tmp_path / "a",
+            data_dir=str(data),
+        )
+    )
+    assert "model_load_seconds" not in again["timing"]
+    assert strip_volatile(again) == strip_volatile(results)
+
+    # A fresh directory reproduces the samples exactly (seeded per task variant and instance).
+    run_cli(*args, "--output-dir", str(tmp_path / "b"))
+    for task in results["metrics"]:
+        texts_a = [r["response"]["texts"] for r in samples(tmp_path / "a", slug, task)]
+        texts_b = [r["response"]["texts"] for r in samples(tmp_path / "b", slug, task)]
+        assert texts_a == texts_b
+    # Human metrics do not depend on the model run or the decoding setting.
+    human = human_only("asset-test", data, tmp_path / "h", limit=4)
+    for task in results["metrics"]:
+        for name in ("unigram_h_mean", "cosine_control_w1", "pos_bigram_paper_control_w1"):
+            assert results["metrics"][task][name] == human["metrics"]["asset-test"][name]
