@@ -1,4 +1,5 @@
-"""The ``hf`` model adapter: a transformers causal LM answering ``sample_words`` with the trie sampler.
+"""The ``hf`` model adapter: a transformers model answering ``sample_words`` with the trie sampler and ``generate``
+with the batched generator (``plugins.hf.generator``; sequence-to-sequence models answer ``generate`` only).
 
 ``--model hf:NAME`` takes a packaged alias (``smollm2-135m``), a local checkpoint directory or a hub id (see
 ``plugins.hf.loading``). ``--model-args`` keys: ``dtype`` (float32 | bfloat16 | float16 | auto, default float32),
@@ -14,10 +15,11 @@ from typing import Any, ClassVar
 import torch
 from transformers.utils import logging as transformers_logging
 
-from harness.errors import ModelLoadError
+from harness.errors import HarnessError, ModelLoadError
 from harness.models import ModelAdapter, ModelSpec
 from harness.progress import progress_enabled
-from harness.requests import SampleWordsRequest, SampleWordsResponse
+from harness.requests import GenerateRequest, GenerateResponse, SampleWordsRequest, SampleWordsResponse
+from plugins.hf.generator import BatchGenerator
 from plugins.hf.loading import LoadedModel, load_hf_model
 from plugins.hf.word_sampler import TrieWordSampler
 
@@ -52,9 +54,9 @@ DEFAULT_CONTEXTS_PER_PASS = 16
 
 
 class HFAdapter(ModelAdapter):
-    """A Hugging Face causal LM loaded once; requests are answered in fixed groups that share forward passes."""
+    """A Hugging Face model loaded once; requests are answered in fixed groups that share forward passes."""
 
-    supported_requests: ClassVar[frozenset[str]] = frozenset({"sample_words"})
+    supported_requests: ClassVar[frozenset[str]] = frozenset({"sample_words", "generate"})
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
@@ -81,6 +83,13 @@ class HFAdapter(ModelAdapter):
             batch_size=self._loaded.batch_size,
             device=self._loaded.device,
         )
+        self._generator: BatchGenerator | None = BatchGenerator(
+            self._loaded.model,
+            self._loaded.tokenizer,
+            device=self._loaded.device,
+            batch_size=self._loaded.batch_size,
+            name=spec.label,
+        )
 
     @property
     def loaded(self) -> LoadedModel:
@@ -89,17 +98,34 @@ class HFAdapter(ModelAdapter):
             raise RuntimeError(f"model {self.spec.label} was closed")
         return self._loaded
 
+    def _word_sampler(self) -> TrieWordSampler:
+        if self._sampler is None or self._generator is None:
+            raise RuntimeError(f"model {self.spec.label} was closed")
+        if self._generator.seq2seq:
+            raise HarnessError(
+                f"model {self.spec.label} is a sequence-to-sequence model; sample_words needs a causal LM"
+            )
+        return self._sampler
+
     def sample_words(self, request: SampleWordsRequest) -> SampleWordsResponse:
         """``request.n`` next words after ``request.context`` (see ``docs/word-sampling.md``)."""
-        if self._sampler is None:
-            raise RuntimeError(f"model {self.spec.label} was closed")
-        return self._sampler.sample(request)
+        return self._word_sampler().sample(request)
 
     def sample_words_many(self, requests: list[SampleWordsRequest]) -> list[SampleWordsResponse]:
         """Answer a group of requests together (their trie levels share forward passes)."""
-        if self._sampler is None:
+        return self._word_sampler().sample_many(requests)
+
+    def generate(self, request: GenerateRequest) -> GenerateResponse:
+        """``request.n`` samples for one input (see ``docs/generation.md``)."""
+        return self.generate_many([request])[0]
+
+    def generate_many(self, requests: list[GenerateRequest]) -> list[GenerateResponse]:
+        """Answer a group of requests together: each prompt encoded once, the samples of all prompts decoded in
+        the same forward passes (or one ``generate`` call per request for models without shared-prefix attention
+        and for sequence-to-sequence models)."""
+        if self._generator is None:
             raise RuntimeError(f"model {self.spec.label} was closed")
-        return self._sampler.sample_many(requests)
+        return self._generator.generate_many(requests)
 
     def info(self) -> dict[str, Any]:
         """Provenance for ``results.json``: what was resolved and how it runs (no timings: results stay stable)."""
@@ -118,6 +144,7 @@ class HFAdapter(ModelAdapter):
             "batch_size": loaded.batch_size,
             "contexts_per_pass": self.group_size,
             "shared_prefix_attention": bool(self._sampler is not None and self._sampler.shared_prefix),
+            "generation": self._generator.mode if self._generator is not None else None,
             "parameters": sum(p.numel() for p in loaded.model.parameters()),
             "transformers_version": transformers.__version__,
             "torch_version": torch.__version__,
@@ -127,6 +154,7 @@ class HFAdapter(ModelAdapter):
         """Drop the model and tokenizer and return cached GPU memory; safe to call twice."""
         device = self._loaded.device if self._loaded is not None else None
         self._sampler = None
+        self._generator = None
         self._loaded = None
         gc.collect()
         if device is not None and device.type == "cuda":

@@ -1,4 +1,4 @@
-"""Resolve and load a Hugging Face causal language model for ``--model hf:NAME``.
+"""Resolve and load a Hugging Face model (causal LM, or sequence-to-sequence) for ``--model hf:NAME``.
 
 ``NAME`` is one of, tried in this order:
 
@@ -338,14 +338,17 @@ def load_hf_model(
     else:
         path, local_only = source.location, _offline()
 
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
     common: dict[str, Any] = {"trust_remote_code": trust_remote_code, "local_files_only": local_only}
     if revision and source.kind == "hub":
         common["revision"] = revision
     try:
         tokenizer = AutoTokenizer.from_pretrained(path, **common)
-        model: Any = AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype, **common)
+        # Encoder-decoder checkpoints (T5, Marian) have no causal-LM class; they answer ``generate`` requests only.
+        config = AutoConfig.from_pretrained(path, **common)
+        auto = AutoModelForSeq2SeqLM if getattr(config, "is_encoder_decoder", False) else AutoModelForCausalLM
+        model: Any = auto.from_pretrained(path, config=config, dtype=torch_dtype, **common)
     except Exception as exc:
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         if source.kind == "hub":
