@@ -179,7 +179,6 @@ class VariabilityScorer(Scorer):
         except ValueError as exc:
             raise HarnessError(f"{self.name}: {exc}") from None
         self._undefined: dict[str, int] = defaultdict(int)
-        self._languages: set[str] = set()
 
     @classmethod
     def make_probe(cls, **args: Any) -> Probe:
@@ -209,19 +208,25 @@ class VariabilityScorer(Scorer):
         return [t.strip() for t in response.texts]
 
     def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
-        """Tag or embed every distinct text of the task once, in batches, per language."""
-        by_language: dict[str, list[str]] = defaultdict(list)
+        """Tag or embed every distinct text of the task once, in batches, per language.
+
+        References go first and on their own, then model outputs: a text's embedding depends in its last float bits
+        on the batch it was computed in, so keeping the references' batches the same as in a human-only run keeps
+        the human metrics of a model run bit-identical to the human-only ones.
+        """
+        references: dict[str, list[str]] = defaultdict(list)
+        outputs: dict[str, list[str]] = defaultdict(list)
         for instance, response in zip(instances, responses, strict=True):
             gen = self._generation(instance)
-            by_language[gen.language].extend(r.strip() for r in gen.references)
+            references[gen.language].extend(r.strip() for r in gen.references)
             if response is not None:
-                by_language[gen.language].extend(self._outputs(response))
-        self._languages = set(by_language)
-        for language, texts in sorted(by_language.items()):
-            try:
-                self.probe.prepare(list(dict.fromkeys(texts)), language)
-            except ProbeUnavailable as exc:
-                raise ScorerUnavailable(str(exc)) from exc
+                outputs[gen.language].extend(self._outputs(response))
+        for texts_by_language in (references, outputs):
+            for language, texts in sorted(texts_by_language.items()):
+                try:
+                    self.probe.prepare(list(dict.fromkeys(texts)), language)
+                except ProbeUnavailable as exc:
+                    raise ScorerUnavailable(str(exc)) from exc
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         gen = self._generation(instance)

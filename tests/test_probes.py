@@ -359,5 +359,7 @@ def test_each_text_is_embedded_once(sem: EmbeddingProbe, monkeypatch: pytest.Mon
     monkeypatch.setattr(model, "encode", counting)
     sem.prepare([a, b, a], "en")
     sem.distances([a, b], [b, a], "en")
-    EmbeddingProbe(device="cpu").distances([a], [b], "en")
     assert calls == [2]
+    # Another probe (another run) embeds again: its vectors must not depend on what this one embedded before.
+    EmbeddingProbe(device="cpu").distances([a], [b], "en")
+    assert calls == [2, 1, 1]  # distances() prepares each side on demand

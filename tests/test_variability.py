@@ -194,7 +194,8 @@ def test_prepare_batches_distinct_texts_per_language_and_reports_unavailable() -
     scorer.prepare(insts, [_response(["1", "9"]), None, None])
     probe = scorer.probe
     assert isinstance(probe, AbsProbe)
-    assert probe.prepared == [(["4"], "de"), (["1", "2", "9", "3"], "en")]
+    # References first and on their own (as in a human-only run), then the model's outputs.
+    assert probe.prepared == [(["4"], "de"), (["1", "2", "3"], "en"), (["1", "9"], "en")]
 
     unavailable = AbsScorer(unavailable="de")
     with pytest.raises(ScorerUnavailable, match="no tagger for de"):

@@ -31,9 +31,10 @@ DEFAULT_MODEL = "all-MiniLM-L6-v2"
 HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
 _ALIASES = (DEFAULT_MODEL, HUB_ID)
 
-#: Loaded models by (resolved name, device); embeddings by resolved name then text.
+#: Loaded models by (resolved name, device), shared per process. Embeddings are cached per probe (that is, per run),
+#: not per process: a batch's composition changes its vectors in the last float bits (about 1e-7), so a process-wide
+#: cache would make a run's numbers depend on what the process embedded before.
 _MODELS: dict[tuple[str, str], Any] = {}
-_VECTORS: dict[str, dict[str, np.ndarray]] = {}
 
 #: Texts embedded in this process (``embedded``), for tests and benchmarks.
 COUNTS: Counter[str] = Counter()
@@ -42,7 +43,6 @@ COUNTS: Counter[str] = Counter()
 def clear_caches() -> None:
     """Forget every loaded model and cached embedding (for tests)."""
     _MODELS.clear()
-    _VECTORS.clear()
     COUNTS.clear()
 
 
@@ -116,6 +116,7 @@ class EmbeddingProbe(Probe):
         self.truncator = Truncator(max_tokens, truncate_tokenizer or model)
         self._device: str | None = None
         self._languages: set[str] = set()
+        self._vectors: dict[str, np.ndarray] = {}
 
     @property
     def measures(self) -> tuple[str, ...]:
@@ -140,7 +141,7 @@ class EmbeddingProbe(Probe):
 
     def prepare(self, texts: Sequence[str], language: str) -> None:
         self._languages.add(language)
-        cache = _VECTORS.setdefault(self.resolved, {})
+        cache = self._vectors
         cut = self.truncator(list(dict.fromkeys(texts)))
         missing = [t for t in dict.fromkeys(cut) if t not in cache]
         if not missing:
@@ -159,7 +160,7 @@ class EmbeddingProbe(Probe):
     def vectors(self, texts: Sequence[str], language: str) -> np.ndarray:
         """The unit-length embeddings of ``texts`` (after truncation) as a ``[len(texts), dim]`` float64 array."""
         self.prepare(texts, language)
-        cache = _VECTORS[self.resolved]
+        cache = self._vectors
         if not texts:
             return np.empty((0, 0), dtype=np.float64)
         return np.stack([cache[t] for t in self.truncator(texts)]).astype(np.float64)
