@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     group.add_argument(
         "--human-only",
         action="store_true",
-        help="compute only the human reference numbers (human variability, controls, human ECE and top-1); loads no model",
+        help="compute only the human reference numbers (human variability and controls, human ECE, top-1); no model",
     )
     p.add_argument("--model-args", help="k=v,... passed to the model adapter (e.g. dtype=bfloat16)")
     p.add_argument("--task-args", help="k=v,... overriding task params (n_samples=40) or scorer args (ece.n_bins=15)")

@@ -139,3 +139,49 @@ def test_model_run_with_a_decoding_sweep_is_deterministic_and_resumes_without_th
     for task in results["metrics"]:
         for name in ("unigram_h_mean", "cosine_control_w1", "pos_bigram_paper_control_w1"):
             assert results["metrics"][task][name] == human["metrics"]["asset-test"][name]
+
+
+#: Every generation task, on its real data where present (WritingPrompts only exists as a fixture here).
+TASK_DATA = [
+    ("wmt14-en-de", "wmt14-multiref", "wmt14_en-de_multiref.jsonl", {}),
+    ("wmt14-en-fr", "wmt14-multiref", "wmt14_en-fr_multiref.jsonl", {}),
+    ("asset-valid", "asset", "asset_valid.jsonl", {}),
+    ("asset-test", "asset", "asset_test.jsonl", {}),
+    ("dailydialog-pp", "dailydialog-plusplus", "dataset/dev.json", {}),
+    ("dailydialog-pp", "dailydialog-plusplus", "dataset/dev.json", {"chat": True}),
+    ("writingprompts", None, None, {}),
+]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("task", "folder", "file", "extra"), TASK_DATA, ids=lambda v: v if isinstance(v, str) else "")
+def test_each_task_end_to_end_with_smollm2(
+    task: str, folder: str | None, file: str | None, extra: dict[str, Any], tmp_path: Path
+) -> None:
+    data = require(folder, file) if folder and file else REPO / "tests" / "fixtures"
+    results = run(
+        RunOptions(
+            tasks=[task],
+            model=ModelSpec("hf", "smollm2-135m"),
+            task_args={"n_samples": 3, "max_new_tokens": 16, **extra},
+            limit=2,
+            output_dir=tmp_path,
+            data_dir=str(data),
+        )
+    )
+    name = f"{task}@ancestral"
+    metrics = results["metrics"][name]
+    for prefix in ("unigram", "bigram", "trigram", "cosine"):
+        for suffix in ("w1_mh", "w1_ch", "dmu_mh", "dmu_ch"):
+            assert f"{prefix}_{suffix}" in metrics, f"{prefix}_{suffix}"
+    has_tagger = not task.startswith("wmt14")
+    assert ("pos_bigram_w1_mh" in metrics) is has_tagger
+    assert ("syntactic" in results["unavailable"].get(name, {})) is not has_tagger
+    rows = samples(tmp_path, "hf__smollm2-135m", name)
+    assert len(rows) == results["n-samples"][name]["effective"]
+    for row in rows:
+        response = row["response"]
+        assert len(response["texts"]) == 3
+        assert all(reason in ("eos", "stop", "length") for reason in response["finish_reasons"])
+        assert all(1 <= k <= 16 for k in response["n_tokens"])
+    assert results["config"]["model_info"]["generation"]

@@ -166,7 +166,9 @@ def test_human_only_rows_and_rng_use_match_model_rows() -> None:
 def test_aggregate_means_spread_and_notes() -> None:
     scorer = AbsScorer(min_half=2, n_splits=3, n_resamples=200)
     rows = [
-        scorer.score(_instance(["0", "1", "3", "4", str(k)], id=str(k)), _response(["1", "2"]), np.random.default_rng(k))
+        scorer.score(
+            _instance(["0", "1", "3", "4", str(k)], id=str(k)), _response(["1", "2"]), np.random.default_rng(k)
+        )
         for k in range(5)
     ]
     metrics = scorer.aggregate(rows, np.random.default_rng(0))
