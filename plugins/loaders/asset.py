@@ -19,7 +19,6 @@ repository, not a download address, so the not-found error says where to get the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 from harness.data import LoadedData, hash_files
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import GenerationInstance, Instance
+from plugins.loaders.text_files import decode_utf8, file_lines, jsonl_records
 
 LOADER = "asset"
 DEFAULT_PATH = "asset"
@@ -128,7 +128,7 @@ def _read_official(paths: list[Path], stats: dict[str, int]) -> list[_Record]:
 
 def _lines(path: Path) -> list[str]:
     """The file's lines. The release has no newline after the last line; one there is accepted, not counted."""
-    text = _decode(path.read_bytes(), path)
+    text = decode_utf8(path.read_bytes(), path)
     if text.endswith("\n"):
         text = text[:-1]
     return text.split("\n") if text else []
@@ -137,26 +137,8 @@ def _lines(path: Path) -> list[str]:
 def _read_jsonl(path: Path, stats: dict[str, int]) -> list[_Record]:
     """The derived JSONL; it must hold what the official files hold (10 references per source)."""
     records: list[_Record] = []
-    seen: dict[int, int] = {}
-    for line_no, line in enumerate(_decode(path.read_bytes(), path).split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {line_no}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise HarnessError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise HarnessError(f"{where}: expected a JSON object")
-        for name in ("id", "source", "references"):
-            if name not in record:
-                raise HarnessError(f"{where}: field '{name}': missing")
+    for where, record in jsonl_records(path, file_lines(path), ("id", "source", "references")):
         index = record["id"]
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise HarnessError(f"{where}: field 'id': expected an integer, got {index!r}")
-        if index in seen:
-            raise HarnessError(f"{where}: field 'id': {index} repeated (first at line {seen[index]})")
-        seen[index] = line_no
         refs = record["references"]
         if not isinstance(refs, list) or len(refs) != N_REFS:
             got = f"{len(refs)} items" if isinstance(refs, list) else repr(refs)[:40]
@@ -177,12 +159,3 @@ def _clean(value: object, where: str, name: str, stats: dict[str, int]) -> str:
     if text != value:
         stats["n_stripped"] += 1
     return text
-
-
-def _decode(data: bytes, path: Path) -> str:
-    """UTF-8 text (a BOM is allowed); an invalid byte is reported with its line number."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise HarnessError(f"{path}: line {line}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None

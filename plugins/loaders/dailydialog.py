@@ -26,6 +26,7 @@ from typing import Any
 from harness.data import LoadedData, hash_files
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import GenerationInstance, Instance
+from plugins.loaders.text_files import decode_utf8, file_lines, jsonl_records
 
 LOADER = "dailydialog_pp"
 DEFAULT_PATH = "dailydialog-plusplus"
@@ -98,26 +99,8 @@ _Record = tuple[int, tuple[str, ...], tuple[str, ...]]  # id, context turns, pos
 def _read_split(path: Path) -> list[_Record]:
     """``{split}.json``: one JSON object per line. Only ``id``, ``context`` and ``positive_responses`` are read."""
     records: list[_Record] = []
-    seen: dict[int, int] = {}
-    for line_no, line in enumerate(_decode(path.read_bytes(), path).split("\n"), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {line_no}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise HarnessError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise HarnessError(f"{where}: expected a JSON object")
-        for name in ("id", "context", "positive_responses"):
-            if name not in record:
-                raise HarnessError(f"{where}: field '{name}': missing")
+    for where, record in jsonl_records(path, file_lines(path), ("id", "context", "positive_responses")):
         number = record["id"]
-        if isinstance(number, bool) or not isinstance(number, int):
-            raise HarnessError(f"{where}: field 'id': expected an integer, got {number!r}")
-        if number in seen:
-            raise HarnessError(f"{where}: field 'id': {number} repeated (first at line {seen[number]})")
-        seen[number] = line_no
         turns = _utterances(record["context"], where, "context")
         refs = _utterances(record["positive_responses"], where, "positive_responses")
         records.append((number, turns, refs))
@@ -146,7 +129,7 @@ def _read_topics(path: Path, positives: dict[int, tuple[str, ...]]) -> tuple[dic
     "label"}]}]}]}``; the number before ``p``/``a``/``r`` in a response id is the dev record's id.
     """
     try:
-        document = json.loads(_decode(path.read_bytes(), path))
+        document = json.loads(decode_utf8(path.read_bytes(), path))
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
     data = document.get("data") if isinstance(document, dict) else None
@@ -185,12 +168,3 @@ def _read_topics(path: Path, positives: dict[int, tuple[str, ...]]) -> tuple[dic
             else:
                 mismatches += 1
     return topics, mismatches
-
-
-def _decode(data: bytes, path: Path) -> str:
-    """UTF-8 text (a BOM is allowed); an invalid byte is reported with its line number."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise HarnessError(f"{path}: line {line}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None

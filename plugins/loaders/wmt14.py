@@ -20,7 +20,6 @@ address, so the not-found error says where to get the files instead.
 from __future__ import annotations
 
 import gzip
-import json
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 from harness.data import LoadedData, hash_files
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import GenerationInstance, Instance
+from plugins.loaders.text_files import decode_utf8, file_lines, jsonl_records
 
 LOADER = "wmt14_multiref"
 DEFAULT_PATH = "wmt14-multiref"
@@ -123,7 +123,7 @@ def _read_official(path: Path) -> list[_Record]:
             data = handle.read()
     except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError; a truncated file raises EOFError
         raise HarnessError(f"{path}: not a readable gzip file ({exc})") from None
-    lines = _decode(data, path).split("\n")
+    lines = decode_utf8(data, path).split("\n")
     while lines and not lines[-1].strip():  # the release ends with a newline; tolerate extra blank lines
         lines.pop()
     block = len(BLOCK_TAGS)
@@ -176,18 +176,8 @@ def _read_jsonl(path: Path) -> list[_Record]:
     """The derived JSONL. It must hold what the official file holds (10 additional references per source), so
     that the two formats can never give different instances for the same options."""
     records: list[_Record] = []
-    seen: dict[int, int] = {}
-    for line_no, record in _jsonl_objects(path):
-        where = f"{path}: line {line_no}"
-        for name in JSONL_FIELDS:
-            if name not in record:
-                raise HarnessError(f"{where}: field '{name}': missing")
+    for where, record in jsonl_records(path, file_lines(path), JSONL_FIELDS):
         number = record["id"]
-        if isinstance(number, bool) or not isinstance(number, int):
-            raise HarnessError(f"{where}: field 'id': expected an integer, got {number!r}")
-        if number in seen:
-            raise HarnessError(f"{where}: field 'id': {number} repeated (first at line {seen[number]})")
-        seen[number] = line_no
         extra = record["additional_references"]
         if not isinstance(extra, list) or len(extra) != N_EXTRA:
             got = f"{len(extra)} items" if isinstance(extra, list) else repr(extra)[:40]
@@ -210,31 +200,6 @@ def _text(value: object, where: str, name: str) -> str:
     if not text:
         raise HarnessError(f"{where}: field '{name}': empty sentence")
     return text
-
-
-def _jsonl_objects(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line; bad JSON or a non-object names the file and line."""
-    out: list[tuple[int, dict[str, Any]]] = []
-    for line_no, line in enumerate(_decode(path.read_bytes(), path).split("\n"), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise HarnessError(f"{path}: line {line_no}: not valid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise HarnessError(f"{path}: line {line_no}: expected a JSON object")
-        out.append((line_no, record))
-    return out
-
-
-def _decode(data: bytes, path: Path) -> str:
-    """UTF-8 text (a BOM is allowed); an invalid byte is reported with its line number."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise HarnessError(f"{path}: line {line}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
 
 
 def _check_option_names(options: Mapping[str, Any]) -> None:

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import tarfile
@@ -43,6 +42,7 @@ from typing import Any, BinaryIO
 from harness.data import LoadedData, downloads_allowed, hash_files
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import GenerationInstance, Instance
+from plugins.loaders.text_files import jsonl_records
 
 LOADER = "writingprompts"
 DEFAULT_PATH = "writingprompts"
@@ -218,26 +218,8 @@ def _text_lines(path: Path) -> Iterator[str]:
 def _read_jsonl(path: Path) -> list[_Prompt]:
     """The recipe's output. Text is taken as written (the recipe already processed it); ids must be unique."""
     prompts: list[_Prompt] = []
-    seen: dict[int, int] = {}
-    for line_no, line in enumerate(_text_lines(path), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {line_no}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise HarnessError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise HarnessError(f"{where}: expected a JSON object")
-        for name in ("id", "prompt", "stories"):
-            if name not in record:
-                raise HarnessError(f"{where}: field '{name}': missing")
+    for where, record in jsonl_records(path, _text_lines(path), ("id", "prompt", "stories")):
         index = record["id"]
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise HarnessError(f"{where}: field 'id': expected an integer, got {index!r}")
-        if index in seen:
-            raise HarnessError(f"{where}: field 'id': {index} repeated (first at line {seen[index]})")
-        seen[index] = line_no
         if not isinstance(record["prompt"], str):
             raise HarnessError(f"{where}: field 'prompt': expected a string, got {record['prompt']!r:.60}")
         stories = record["stories"]
