@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,3 +41,33 @@ def run_cli(
     if check and proc.returncode != 0:
         raise AssertionError(f"harness {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
+
+
+def tiny_gpt2(tokenizer: Any, **config: Any) -> Any:
+    """A tiny random GPT-2 on ``tokenizer``'s vocabulary (seed 0); ``config`` overrides, e.g. ``initializer_range``."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    torch.manual_seed(0)
+    settings = {"n_layer": 2, "n_embd": 64, "n_head": 2, "n_positions": 128, "bos_token_id": 1, "eos_token_id": 2}
+    return GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), **{**settings, **config})).eval()
+
+
+def tiny_t5(tokenizer: Any, **config: Any) -> Any:
+    """A tiny random T5 on ``tokenizer``'s vocabulary (seed 0, decoder start 0); ``config`` overrides."""
+    import torch
+    from transformers import T5Config, T5ForConditionalGeneration
+
+    torch.manual_seed(0)
+    settings = {
+        "d_model": 32,
+        "d_kv": 8,
+        "d_ff": 64,
+        "num_layers": 2,
+        "num_heads": 2,
+        "pad_token_id": 0,
+        "eos_token_id": 2,
+    }
+    model_config = T5Config(vocab_size=len(tokenizer), **{**settings, **config})
+    model_config.decoder_start_token_id = 0
+    return T5ForConditionalGeneration(model_config).eval()

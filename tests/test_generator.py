@@ -35,6 +35,7 @@ from plugins.hf.generator import (
     validate_request,
 )
 from plugins.hf.shared_prefix import SharedPrefix
+from tests.helpers import tiny_gpt2, tiny_t5
 
 # --------------------------------------------------------------------------------------------------------------------
 # Pieces with exact answers (no model)
@@ -529,31 +530,11 @@ def test_adapter_answers_generate(smollm2: Any) -> None:
 
 
 def _tiny_gpt2(tokenizer: Any) -> Any:
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    config = GPT2Config(
-        n_layer=2, n_embd=64, n_head=2, n_positions=128, vocab_size=len(tokenizer), bos_token_id=1, eos_token_id=2
-    )
-    return GPT2LMHeadModel(config).eval()
+    return tiny_gpt2(tokenizer)
 
 
 def _tiny_t5(tokenizer: Any) -> Any:
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    torch.manual_seed(0)
-    config = T5Config(
-        vocab_size=len(tokenizer),
-        d_model=32,
-        d_kv=8,
-        d_ff=64,
-        num_layers=2,
-        num_heads=2,
-        pad_token_id=0,
-        eos_token_id=2,
-    )
-    config.decoder_start_token_id = 0
-    return T5ForConditionalGeneration(config).eval()
+    return tiny_t5(tokenizer)
 
 
 def _check_plain_path(generator: BatchGenerator, requests: list[GenerateRequest]) -> list[GenerateResponse]:

@@ -16,6 +16,7 @@ import torch
 
 from harness.requests import LoglikelihoodQuery, NextTokenQuery, SimilarityQuery
 from plugins.hf.query_scoring import QueryScorer
+from tests.helpers import tiny_gpt2, tiny_t5
 
 # --------------------------------------------------------------------------------------------------------------------
 # Tiny models (random weights, the SmolLM2 tokenizer)
@@ -42,39 +43,11 @@ def _tiny_llama(tokenizer: Any) -> Any:
 
 
 def _tiny_gpt2(tokenizer: Any) -> Any:
-    from transformers import GPT2Config, GPT2LMHeadModel
-
-    torch.manual_seed(0)
-    config = GPT2Config(
-        n_layer=2,
-        n_embd=64,
-        n_head=2,
-        n_positions=128,
-        vocab_size=len(tokenizer),
-        bos_token_id=1,
-        eos_token_id=2,
-        initializer_range=0.2,
-    )
-    return GPT2LMHeadModel(config).eval()
+    return tiny_gpt2(tokenizer, initializer_range=0.2)
 
 
 def _tiny_t5(tokenizer: Any) -> Any:
-    from transformers import T5Config, T5ForConditionalGeneration
-
-    torch.manual_seed(0)
-    config = T5Config(
-        vocab_size=len(tokenizer),
-        d_model=32,
-        d_kv=8,
-        d_ff=64,
-        num_layers=2,
-        num_heads=2,
-        pad_token_id=0,
-        eos_token_id=2,
-        initializer_factor=2.0,
-    )
-    config.decoder_start_token_id = 0
-    return T5ForConditionalGeneration(config).eval()
+    return tiny_t5(tokenizer, initializer_factor=2.0)
 
 
 @pytest.fixture(scope="module")
