@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar
 
 from harness.requests import (
@@ -33,6 +34,9 @@ class ModelSpec:
     args: dict[str, str] = field(default_factory=dict)
     device: str = "auto"
     batch_size: str = "auto"
+    #: Where an adapter may keep what it must not lose between runs (the API adapter's responses); the runner sets
+    #: it to a folder of the run's output directory.
+    cache_dir: Path | None = None
 
     @property
     def label(self) -> str:
@@ -51,6 +55,19 @@ class ModelAdapter(ABC):
         #: as fixed blocks of the instance list, so an adapter whose numerics depend on the group still gives
         #: identical results on every run and on resume.
         self.group_size = 1
+
+    @classmethod
+    def refusal(cls, spec: ModelSpec, kind: str) -> str | None:
+        """Why this model, as configured by ``spec``, cannot answer request or query ``kind``; ``None`` if it can.
+
+        Checked before the model is built, so that an adapter whose abilities depend on its arguments (an API's chat
+        endpoint has no prompt log-probabilities) refuses a task before any work is done.
+        """
+        return None if kind in cls.supported_requests else "the adapter does not implement it"
+
+    def run_stats(self) -> dict[str, Any] | None:
+        """What answering cost this process (requests sent, retried, read from a store), for ``results.json``."""
+        return None
 
     def info(self) -> dict[str, Any]:
         """Provenance written to ``results.json``: resolved path or revision, dtype, device."""

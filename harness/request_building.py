@@ -106,11 +106,25 @@ def _answer_queries(adapter: ModelAdapter, requests: list[MultipleChoiceRequest]
                     raise HarnessError(f"model {adapter.spec.label} returned {len(answer.texts)} of {query.n} samples")
         answers[kind] = got
     records = []
+    billed: set[Any] = set()
     for request in requests:
         found: dict[str, Answer] = {
             key: answers[query_kind(query)][index[query]] for key, query in request.queries.items()
         }
-        records.append(MultipleChoiceResponse(found).to_record())
+        record = MultipleChoiceResponse(found).to_record()
+        # API usage is billed once per distinct query: to the first item of the block that asked it.
+        usage: dict[str, int] = {}
+        for query in request.queries.values():
+            answer = answers[query_kind(query)][index[query]]
+            if answer.usage is not None and query not in billed:
+                billed.add(query)
+                for k, v in answer.usage.items():
+                    usage[k] = usage.get(k, 0) + v
+        for answer_record in record["answers"].values():
+            answer_record.pop("usage", None)
+        if usage:
+            record["usage"] = usage
+        records.append(record)
     return records
 
 

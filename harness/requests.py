@@ -52,18 +52,28 @@ class SampleWordsResponse:
     rejected: dict[str, int] = field(default_factory=dict)
     #: Token positions the model evaluated to answer (context included): the cost the benchmark compares.
     tokens_evaluated: int = 0
+    #: API requests and tokens billed for this answer (API adapters only; see ``harness.results.usage_summary``).
+    usage: dict[str, int] | None = None
+    #: Words the model listed when asked for all ``n`` in one reply (``cloze=list``): more than ``n`` are cut,
+    #: fewer show up as ``rejected["missing"]``.
+    listed: int | None = None
 
     @property
     def n_words(self) -> int:
         return sum(self.counts.values())
 
     def to_record(self) -> dict[str, Any]:
-        return {
+        record: dict[str, Any] = {
             "counts": dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))),
             "n_requested": self.n_requested,
             "rejected": dict(sorted(self.rejected.items())),
             "tokens_evaluated": self.tokens_evaluated,
         }
+        if self.usage is not None:
+            record["usage"] = dict(self.usage)
+        if self.listed is not None:
+            record["listed"] = self.listed
+        return record
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> SampleWordsResponse:
@@ -72,6 +82,8 @@ class SampleWordsResponse:
             n_requested=int(record["n_requested"]),
             rejected={str(k): int(v) for k, v in record.get("rejected", {}).items()},
             tokens_evaluated=int(record.get("tokens_evaluated", 0)),
+            usage={str(k): int(v) for k, v in record["usage"].items()} if "usage" in record else None,
+            listed=int(record["listed"]) if "listed" in record else None,
         )
 
 
@@ -183,14 +195,19 @@ class GenerateResponse:
     n_tokens: list[int]
     #: Token positions the model evaluated to answer (prompt once, plus each sample's tokens): the cost measure.
     tokens_evaluated: int = 0
+    #: API requests and tokens billed for this answer (API adapters only).
+    usage: dict[str, int] | None = None
 
     def to_record(self) -> dict[str, Any]:
-        return {
+        record: dict[str, Any] = {
             "texts": list(self.texts),
             "finish_reasons": list(self.finish_reasons),
             "n_tokens": list(self.n_tokens),
             "tokens_evaluated": self.tokens_evaluated,
         }
+        if self.usage is not None:
+            record["usage"] = dict(self.usage)
+        return record
 
     @classmethod
     def from_record(cls, record: dict[str, Any]) -> GenerateResponse:
@@ -199,6 +216,7 @@ class GenerateResponse:
             finish_reasons=[str(r) for r in record["finish_reasons"]],
             n_tokens=[int(k) for k in record["n_tokens"]],
             tokens_evaluated=int(record.get("tokens_evaluated", 0)),
+            usage={str(k): int(v) for k, v in record["usage"].items()} if "usage" in record else None,
         )
 
 
@@ -226,6 +244,8 @@ class LoglikelihoodAnswer:
 
     token_logprobs: list[float]
     tokens: list[str]
+    #: API requests and tokens billed (API adapters); the multiple-choice record keeps it per item, not per answer.
+    usage: dict[str, int] | None = field(default=None, compare=False)
 
     @property
     def total(self) -> float:
@@ -265,6 +285,7 @@ class NextTokenAnswer:
     logprobs: list[float]
     tokens: list[str]
     n_tokens: list[int]
+    usage: dict[str, int] | None = field(default=None, compare=False)
 
     def to_record(self) -> dict[str, Any]:
         return {
@@ -304,6 +325,7 @@ class SimilarityQuery:
 @dataclass
 class SimilarityAnswer:
     cosines: list[float]
+    usage: dict[str, int] | None = field(default=None, compare=False)
 
     def to_record(self) -> dict[str, Any]:
         return {"kind": "similarity", "cosines": list(self.cosines)}

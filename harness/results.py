@@ -22,9 +22,9 @@ from harness import __version__
 from harness.scoring import Metric
 
 #: Keys that legitimately differ between two runs of the same command.
-VOLATILE_KEYS = ("date", "timing", "total_evaluation_time_seconds")
+VOLATILE_KEYS = ("date", "timing", "total_evaluation_time_seconds", "api_calls")
 
-_LIBRARIES = ("torch", "transformers", "numpy", "scipy", "pluggy", "pyyaml", "accelerate", "gguf")
+_LIBRARIES = ("torch", "transformers", "numpy", "scipy", "pluggy", "pyyaml", "accelerate", "gguf", "openai", "httpx")
 
 
 def library_versions() -> dict[str, str]:
@@ -80,6 +80,20 @@ def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
+
+
+def add_cost(usage: dict[str, Any], prices: dict[str, float] | None) -> None:
+    """Put ``cost_usd`` into an API usage total, from prices in USD per million prompt and completion tokens.
+
+    >>> u = {"prompt_tokens": 2_000_000, "completion_tokens": 500_000}
+    >>> add_cost(u, {"input_per_million": 0.15, "output_per_million": 0.6}); u["cost_usd"]
+    0.6
+    """
+    if prices is None:
+        return
+    cost = usage.get("prompt_tokens", 0) * prices["input_per_million"] / 1e6
+    cost += usage.get("completion_tokens", 0) * prices["output_per_million"] / 1e6
+    usage["cost_usd"] = round(cost, 6)
 
 
 def strip_volatile(results: dict[str, Any]) -> dict[str, Any]:

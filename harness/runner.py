@@ -14,7 +14,7 @@ import re
 import sys
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +26,7 @@ from harness.plugins import Registry, get_registry
 from harness.progress import progress
 from harness.request_building import answer_many, build_request, response_from_record
 from harness.requests import MultipleChoiceResponse
-from harness.results import library_versions, lm_eval_entries, metric_record, write_json, write_jsonl
+from harness.results import add_cost, library_versions, lm_eval_entries, metric_record, write_json, write_jsonl
 from harness.scoring import Metric, Scorer, ScorerUnavailable
 from harness.seeding import derive_rng, derive_seed
 from harness.store import ResponseStore
@@ -113,18 +113,21 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
         for t in tasks:
             if t.config.request == "multiple_choice":
                 for scorer in t.scorers:
-                    missing = sorted(scorer.query_kinds - adapter_cls.supported_requests)
-                    if missing:
-                        raise HarnessError(
-                            f"model {options.model.label} cannot answer the '{missing[0]}' queries that scorer "
-                            f"'{scorer.name}' of task {t.config.task} needs (it answers: {answers}); "
-                            f"drop the scorer with another task file or use another model"
-                        )
-            elif t.config.request not in adapter_cls.supported_requests:
-                raise HarnessError(
-                    f"model {options.model.label} cannot answer '{t.config.request}' requests needed by task "
-                    f"{t.config.task} (it answers: {answers})"
-                )
+                    for kind in sorted(scorer.query_kinds):
+                        why = adapter_cls.refusal(options.model, kind)
+                        if why:
+                            raise HarnessError(
+                                f"model {options.model.label} cannot answer the '{kind}' queries that scorer "
+                                f"'{scorer.name}' of task {t.config.task} needs: {why} (it answers: {answers}); "
+                                f"drop the scorer with another task file or use another model"
+                            )
+            else:
+                why = adapter_cls.refusal(options.model, t.config.request)
+                if why:
+                    raise HarnessError(
+                        f"model {options.model.label} cannot answer '{t.config.request}' requests needed by task "
+                        f"{t.config.task}: {why} (it answers: {answers})"
+                    )
 
     data_dir, _ = resolve_data_dir(options.data_dir)
     out_dir = options.output_dir / run_slug(options.model)
@@ -138,6 +141,7 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
         runs.append(_TaskRun(t, loaded[key]))
 
     adapter: ModelAdapter | None = None
+    api_calls: dict[str, Any] | None = None
     load_seconds: float | None = None
     model_info: dict[str, Any] = {}
     try:
@@ -149,12 +153,15 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
             stores = [r.store for r in runs if r.store is not None]
             if any(inst.id not in r.store for r in runs if r.store for inst in r.data.instances):
                 load_start = time.perf_counter()
-                adapter = adapter_cls(options.model)
+                adapter = adapter_cls(replace(options.model, cache_dir=out_dir / "api-cache"))
                 load_seconds = time.perf_counter() - load_start
                 for store in stores:
                     store.set_model_info(adapter.info())
-            for r in runs:
-                _answer_missing(r, adapter, options.seed)
+            try:
+                for r in runs:
+                    _answer_missing(r, adapter, options.seed)
+            finally:
+                api_calls = adapter.run_stats() if adapter is not None else None
             # From the store, so a finished run re-scored without loading the model reports the same provenance.
             model_info = next((s.model_info for s in stores if s.model_info), {})
     finally:
@@ -162,6 +169,8 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
             adapter.close()
 
     results = _score_and_write(runs, options, out_dir, model_info, load_seconds)
+    if api_calls is not None:
+        results["api_calls"] = api_calls
     results["total_evaluation_time_seconds"] = round(time.perf_counter() - started, 3)
     write_json(out_dir / "results.json", results)
     return results
@@ -235,6 +244,8 @@ def _score_and_write(
         results["task_hashes"][name] = r.data.data_hash
         results["data_sources"][name] = r.data.source
         if response_summary:
+            if "usage" in response_summary:
+                add_cost(response_summary["usage"], model_info.get("prices_usd_per_million_tokens"))
             results["responses"][name] = response_summary
         if unavailable:
             results["unavailable"][name] = unavailable
@@ -348,9 +359,12 @@ def _score_task(
 
 def _add_to_summary(summary: dict[str, Any], response: dict[str, Any]) -> None:
     """Totals over responses: samples asked for, rejected by reason, token positions evaluated."""
-    for key in ("n_requested", "tokens_evaluated"):
+    for key in ("n_requested", "tokens_evaluated", "listed"):
         if key in response:
             summary[key] = summary.get(key, 0) + int(response[key])
+    for key, value in response.get("usage", {}).items():
+        usage = summary.setdefault("usage", {})
+        usage[key] = usage.get(key, 0) + int(value)
     for reason, count in response.get("rejected", {}).items():
         rejected = summary.setdefault("rejected", {})
         rejected[reason] = rejected.get(reason, 0) + int(count)

