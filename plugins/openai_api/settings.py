@@ -39,7 +39,8 @@ MODEL_ARGS: dict[str, str] = {
     "use_n": "true: ask for all samples of a prompt in one request with n= (default: true on OpenAI and vLLM)",
     "seed": "true: send a per-sample seed (default true)",
     "cloze": "independent | list: how sample_words asks (default independent)",
-    "top_logprobs": "alternatives per position for next-token label scores (default 20)",
+    "top_logprobs": "alternatives per position for next-token label scores on chat (default 20)",
+    "echo_logprobs": "alternatives per prompt position asked from a server with shifted echo (default 100)",
     "price_input": "USD per million prompt tokens",
     "price_output": "USD per million completion tokens",
     "price_table": "YAML/JSON file: {model: {input: USD per 1M, output: USD per 1M}}",
@@ -68,6 +69,7 @@ class OpenAISettings:
     send_seed: bool
     cloze: str
     top_logprobs: int
+    echo_logprobs: int
     price_input: float | None
     price_output: float | None
     instances_per_block: int
@@ -171,6 +173,7 @@ def parse_settings(model: str, args: dict[str, str]) -> OpenAISettings:
         send_seed=_bool("seed", args.get("seed", "true")),
         cloze=cloze,
         top_logprobs=_number("top_logprobs", args.get("top_logprobs", "20"), integer=True, minimum=1),
+        echo_logprobs=_number("echo_logprobs", args.get("echo_logprobs", "100"), integer=True, minimum=1),
         price_input=price_input,
         price_output=price_output,
         instances_per_block=_number(
