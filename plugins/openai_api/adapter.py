@@ -496,9 +496,10 @@ class OpenAIAdapter(ModelAdapter):
                 if not matches:
                     shown = ", ".join(repr(t) for t, _ in listed[:8])
                     raise HarnessError(
-                        f"model {self.spec.label}: label {candidate!r} is not among the {len(listed)} most probable "
-                        f"first tokens ({shown}, ...), so its probability is unknown; raise --model-args "
-                        "top_logprobs=N where the server allows it, or use chat=false with an echo-capable server"
+                        f"model {self.spec.label}: label {candidate!r} is not among the {len(listed)} first-token "
+                        f"alternatives the server listed ({shown}, ...), so its probability is unknown; raise "
+                        "--model-args top_logprobs=N where the server allows it, or use chat=false with an "
+                        "echo-capable server"
                     )
                 top = max(matches)
                 logprobs.append(top + math.log(math.fsum(math.exp(lp - top) for lp in matches)))
@@ -542,7 +543,7 @@ class OpenAIAdapter(ModelAdapter):
             info["prices_usd_per_million_tokens"] = s.prices
         return info
 
-    def transport_stats(self) -> dict[str, Any]:
+    def run_stats(self) -> dict[str, Any]:
         return self.transport.stats.to_record()
 
     def close(self) -> None:
