@@ -139,3 +139,13 @@ def test_cloze_words_both_ways(api_server: str, tmp_path: Path) -> None:
     assert listed.usage is not None and listed.usage["requests"] == 1 and listed.listed is not None
     kept = min(listed.listed, 10)
     assert listed.n_words == kept and listed.rejected.get("missing", 0) == 10 - kept
+
+
+def test_n_parameter_falls_back_to_single_requests_when_the_server_ignores_it(api_server: str, tmp_path: Path) -> None:
+    # llama.cpp answers a request with n=3 with one choice: the other two samples are asked one by one.
+    model = adapter(api_server, tmp_path, chat="false", use_n="true")
+    answer = model.generate(GenerateRequest(prompt="Once upon a time", n=3, seed=7, max_new_tokens=6))
+    assert len(answer.texts) == 3 and answer.n_tokens == [6, 6, 6]
+    assert answer.usage is not None and answer.usage["requests"] == 3
+    bodies = [r["response"] for r in model.transport.store.records.values()]
+    assert sum(1 for b in bodies if len(b["choices"]) == 1) == len(bodies)
