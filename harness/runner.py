@@ -109,7 +109,8 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     adapter_cls: type[ModelAdapter] | None = None
     if options.model is not None:
         adapter_cls = registry.model(options.model.kind)
-        answers = ", ".join(sorted(adapter_cls.supported_requests)) or "nothing"
+        able = [k for k in sorted(adapter_cls.supported_requests) if not adapter_cls.refusal(options.model, k)]
+        answers = ", ".join(able) or "nothing"
         for t in tasks:
             if t.config.request == "multiple_choice":
                 for scorer in t.scorers:
