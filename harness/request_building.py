@@ -19,6 +19,7 @@ from harness.requests import (
     Query,
     SampleWordsRequest,
     SampleWordsResponse,
+    add_usage,
     query_kind,
 )
 from harness.scoring import Scorer
@@ -118,8 +119,7 @@ def _answer_queries(adapter: ModelAdapter, requests: list[MultipleChoiceRequest]
             answer = answers[query_kind(query)][index[query]]
             if answer.usage is not None and query not in billed:
                 billed.add(query)
-                for k, v in answer.usage.items():
-                    usage[k] = usage.get(k, 0) + v
+                add_usage(usage, answer.usage)
         for answer_record in record["answers"].values():
             answer_record.pop("usage", None)
         if usage:

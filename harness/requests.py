@@ -87,6 +87,16 @@ class SampleWordsResponse:
         )
 
 
+def add_usage(total: dict[str, int], usage: dict[str, Any]) -> None:
+    """Add one API usage record (``requests``, ``prompt_tokens``, ``completion_tokens``) into a running total.
+
+    >>> total = {"requests": 1}; add_usage(total, {"requests": 2, "prompt_tokens": 5}); total
+    {'requests': 3, 'prompt_tokens': 5}
+    """
+    for key, value in usage.items():
+        total[key] = total.get(key, 0) + int(value)
+
+
 #: Decoding parameters in the order their labels are written (``temperature=0.7+top_p=0.9``).
 DECODING_KEYS: tuple[str, ...] = ("temperature", "top_k", "top_p", "typical_p")
 

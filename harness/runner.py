@@ -25,7 +25,7 @@ from harness.models import ModelAdapter, ModelSpec
 from harness.plugins import Registry, get_registry
 from harness.progress import progress
 from harness.request_building import answer_many, build_request, response_from_record
-from harness.requests import MultipleChoiceResponse
+from harness.requests import MultipleChoiceResponse, add_usage
 from harness.results import add_cost, library_versions, lm_eval_entries, metric_record, write_json, write_jsonl
 from harness.scoring import Metric, Scorer, ScorerUnavailable
 from harness.seeding import derive_rng, derive_seed
@@ -363,9 +363,8 @@ def _add_to_summary(summary: dict[str, Any], response: dict[str, Any]) -> None:
     for key in ("n_requested", "tokens_evaluated", "listed"):
         if key in response:
             summary[key] = summary.get(key, 0) + int(response[key])
-    for key, value in response.get("usage", {}).items():
-        usage = summary.setdefault("usage", {})
-        usage[key] = usage.get(key, 0) + int(value)
+    if "usage" in response:
+        add_usage(summary.setdefault("usage", {}), response["usage"])
     for reason, count in response.get("rejected", {}).items():
         rejected = summary.setdefault("rejected", {})
         rejected[reason] = rejected.get(reason, 0) + int(count)

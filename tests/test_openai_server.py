@@ -63,7 +63,8 @@ def test_loglikelihood_agrees_with_the_hf_adapter_after_the_correction(
     stored = [r["response"] for r in model.transport.store.records.values()]
     paris = next(r for r in stored if r["choices"][0]["text"].startswith("The capital of France is Paris"))
     echo = EchoLogprobs.from_response(paris, "The capital of France is Paris", "test")
-    naive, _ = continuation_logprobs(echo, paris["usage"]["prompt_tokens"], 24, 0, "test")
+    assert echo.n_prompt == paris["usage"]["prompt_tokens"]
+    naive, _ = continuation_logprobs(echo, 24, 0, "test")
     assert naive[0] is not None and naive[0] < -5
 
 

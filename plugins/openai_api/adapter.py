@@ -36,6 +36,7 @@ from harness.requests import (
     NextTokenQuery,
     SampleWordsRequest,
     SampleWordsResponse,
+    add_usage,
 )
 from harness.seeding import derive_seed
 from harness.text import decide_word
@@ -94,11 +95,6 @@ def _choice_text(choice: dict[str, Any], endpoint: Endpoint) -> str:
     return str(choice.get("text") or "")
 
 
-def _add_usage(target: dict[str, int], extra: dict[str, int]) -> None:
-    for key, value in extra.items():
-        target[key] = target.get(key, 0) + value
-
-
 class OpenAIAdapter(ModelAdapter):
     """A model behind an OpenAI-compatible HTTP API; nothing is loaded locally."""
 
@@ -138,6 +134,8 @@ class OpenAIAdapter(ModelAdapter):
         #: Alignment of echoed prompt log-probabilities (``plugins.openai_api.echo``), measured once on load.
         self.echo_shift: int | None = None
         self.echo_problem: str | None = None
+        #: Share of the probe's positions each shift explains (``echo.detect_shift``), reported by ``info``.
+        self.echo_shares: dict[int, float] = {}
         if not s.chat:
             self._probe_echo()
 
@@ -182,8 +180,7 @@ class OpenAIAdapter(ModelAdapter):
         except HarnessError as exc:
             self.echo_problem = f"the server's /completions does not return echoed prompt log-probabilities ({exc})"
             return
-        n_prompt = int((response.get("usage") or {}).get("prompt_tokens") or 0) or len(echo.tokens) - 1
-        shift, shares = detect_shift(echo, n_prompt)
+        shift, shares = detect_shift(echo)
         self.echo_shares = shares
         if shift is None:
             self.echo_problem = (
@@ -409,7 +406,7 @@ class OpenAIAdapter(ModelAdapter):
             again: list[float | None] = list(values)
             if k in second:
                 again, _, extra = second[k]
-                _add_usage(usage, extra)
+                add_usage(usage, extra)
             out.append((fill_collided(values, again, self._echo_where(pairs[k][1])), tokens, usage))
         return out
 
@@ -425,15 +422,11 @@ class OpenAIAdapter(ModelAdapter):
             calls.append(ApiCall("completions", body))
         out = []
         for (context, continuation), response in zip(pairs, self.transport.run(calls), strict=True):
-            text = context + continuation
             where = self._echo_where(continuation)
-            echo = EchoLogprobs.from_response(response, text, where)
-            n_prompt = int((response.get("usage") or {}).get("prompt_tokens") or 0)
-            if not 0 < n_prompt <= len(echo.tokens):
-                n_prompt = sum(1 for o in echo.text_offset if o < len(text))
+            echo = EchoLogprobs.from_response(response, context + continuation, where)
             # lm-evaluation-harness's split: whitespace that ends the context belongs to the continuation.
             boundary = len(context.rstrip()) if context.strip() else len(context)
-            values, tokens = continuation_logprobs(echo, n_prompt, boundary, shift, where, asked)
+            values, tokens = continuation_logprobs(echo, boundary, shift, where, asked)
             out.append((values, tokens, _usage([response])))
         return out
 
@@ -455,7 +448,7 @@ class OpenAIAdapter(ModelAdapter):
                 k += len(q.candidates)
                 usage: dict[str, int] = {}
                 for _, _, u in part:
-                    _add_usage(usage, u)
+                    add_usage(usage, u)
                 answers.append(
                     NextTokenAnswer(
                         logprobs=[math.fsum(lp) for lp, _, _ in part],
@@ -535,7 +528,7 @@ class OpenAIAdapter(ModelAdapter):
             info["warning"] = "unknown server: its own sampling defaults apply (they may not be ancestral sampling)"
         if not s.chat:
             info["echo_alignment"] = (
-                {"shift": self.echo_shift, "fit": getattr(self, "echo_shares", {})}
+                {"shift": self.echo_shift, "fit": self.echo_shares}
                 if self.echo_shift is not None
                 else {"unavailable": self.echo_problem}
             )

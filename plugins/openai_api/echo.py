@@ -37,12 +37,13 @@ SAFE_ALTERNATIVES = 8
 
 @dataclass(frozen=True)
 class EchoLogprobs:
-    """The ``logprobs`` block of one echoed choice, cut to the prompt's tokens."""
+    """The ``logprobs`` block of one echoed choice; its first ``n_prompt`` entries are the prompt's tokens."""
 
     tokens: list[str]
     token_logprobs: list[float | None]
     top_logprobs: list[dict[str, float] | None]
     text_offset: list[int]
+    n_prompt: int
 
     @classmethod
     def from_response(cls, response: dict[str, Any], prompt: str, where: str) -> EchoLogprobs:
@@ -64,17 +65,17 @@ class EchoLogprobs:
         tops: list[dict[str, float] | None] = [
             {str(k): float(v) for k, v in t.items()} if isinstance(t, dict) else None for t in top
         ]
-        return cls(tokens, token_logprobs, tops, offsets)
+        return cls(tokens, token_logprobs, tops, offsets, n_prompt)
 
 
-def detect_shift(echo: EchoLogprobs, n_prompt: int) -> tuple[int | None, dict[int, float]]:
+def detect_shift(echo: EchoLogprobs) -> tuple[int | None, dict[int, float]]:
     """The shift that explains the probe (``None`` when none does) and the share of positions each explains.
 
     A position counts for shift ``s`` when its token is listed at ``i - s`` within ``NEAR_TOP`` nats of the most
     probable alternative there: in a counting sequence nearly every token is the obvious next one.
     """
     shares: dict[int, float] = {}
-    positions = range(1, n_prompt)
+    positions = range(1, echo.n_prompt)
     for s in SHIFTS:
         fits = 0
         for i in positions:
@@ -98,7 +99,7 @@ class UnrecoverableToken(HarnessError):
 
 
 def continuation_logprobs(
-    echo: EchoLogprobs, n_prompt: int, boundary: int, shift: int, where: str, asked: int = 0
+    echo: EchoLogprobs, boundary: int, shift: int, where: str, asked: int = 0
 ) -> tuple[list[float | None], list[str]]:
     """Log-probabilities and token strings of the prompt tokens that end after character ``boundary``.
 
@@ -111,6 +112,7 @@ def continuation_logprobs(
     byte), so the less probable one overwrites the other. A row of fewer than the ``asked`` alternatives had such a
     collision; ask again with fewer alternatives (``SAFE_ALTERNATIVES``), where the most probable tokens are distinct.
     """
+    n_prompt = echo.n_prompt
     first = next((i for i in range(n_prompt) if echo.text_offset[i] + len(echo.tokens[i]) > boundary), None)
     if first is None:
         raise HarnessError(f"{where}: the continuation has no tokens in the server's echo")
