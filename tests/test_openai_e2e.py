@@ -24,16 +24,20 @@ LIMIT = 3
 #: Every call the run makes: the echo probe on load, then one request per sample.
 CALLS = 1 + LIMIT * TASK_ARGS["n_samples"]
 SLUG = "openai__smollm2"
+#: Seconds before a request is abandoned.
+TIMEOUT = 15
 SECRET = "sk-e2e-secret-never-written-0123456789"
 
 
 def _args(base_url: str, **extra: str) -> dict[str, str]:
-    # Requests wait their turn at the one-at-a-time server, so the timeout leaves room for the queue.
+    # Requests wait their turn at the one-at-a-time server, so the timeout leaves room for the queue even on a loaded
+    # CI machine (6 s once timed out a healthy request there, which the proxy then counted as an extra "ok"); the
+    # injected stall is longer still, so it is the only request that times out.
     return {
         "base_url": base_url,
         "chat": "false",
         "concurrency": "2",
-        "timeout": "6",
+        "timeout": str(TIMEOUT),
         "backoff": "0.05",
         "backoff_max": "0.3",
         "api_key_env": "HARNESS_TEST_KEY",
@@ -79,7 +83,7 @@ def test_faults_change_nothing_and_no_sample_is_lost_or_doubled(
         Fault("rate_limit", retry_after=0.5),
         Fault("server_error"),
         None,
-        Fault("stall", stall_seconds=10),
+        Fault("stall", stall_seconds=TIMEOUT + 5),
         Fault("cut"),
         None,
         Fault("rate_limit"),
