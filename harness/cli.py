@@ -1,4 +1,4 @@
-"""The ``harness`` command line: run, ls, validate, plugins.
+"""The ``harness`` command line: run, score, leaderboard, ls, validate, plugins.
 
 Errors caused by input (a bad task file, missing data, an unknown model kind) are printed as one line on stderr
 with exit status 2; anything else is a bug and keeps its traceback.
@@ -15,6 +15,7 @@ from harness import __version__
 from harness.errors import HarnessError, TaskConfigError
 from harness.models import ModelSpec
 from harness.plugins import get_registry
+from harness.rescoring import rescore
 from harness.results import format_table
 from harness.runner import RunOptions, run, run_slug
 from harness.task_config import load_task_file, parse_task_args
@@ -67,6 +68,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
     p.add_argument("--batch-size", type=_batch_size, default="auto", help="N or auto")
 
+    p = sub.add_parser("score", help="score a finished run's saved outputs again (no model is loaded)")
+    p.add_argument("target", help="a run directory (holding results.json) or one of its samples_<task>.jsonl files")
+    p.add_argument(
+        "--scorers",
+        help="an exact list (tvd,entropy; recorded arguments kept) or changes to the run's (+lexical_variability,-ece)",
+    )
+    p.add_argument("--task-args", help="scorer.key=value,... overriding scorer arguments (ece.n_bins=15)")
+    p.add_argument("--tasks", help="comma-separated tasks of the run to score (default: all)")
+    p.add_argument("--output-dir", help="where the new results go (default: RUN_DIR/rescored)")
+    p.add_argument("--data-dir", help="data root (default: $HARNESS_DATA_DIR, else the user cache directory)")
+
     p = sub.add_parser("ls", help="list registered tasks, scorers, model kinds, loaders or answer classifiers")
     p.add_argument("what", choices=("tasks", "scorers", "models", "loaders", "classifiers"))
 
@@ -93,6 +105,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     results = run(options)
     print(format_table(results))
     print(f"\nwrote {Path(args.output_dir) / run_slug(model)}/results.json")
+    return 0
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    results, path = rescore(
+        Path(args.target),
+        output_dir=Path(args.output_dir) if args.output_dir else None,
+        scorers=args.scorers,
+        scorer_args=parse_task_args(args.task_args),
+        tasks=[t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None,
+        data_dir=args.data_dir,
+    )
+    print(format_table(results))
+    print(f"\nwrote {path}")
     return 0
 
 
@@ -132,7 +158,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    commands = {"run": cmd_run, "ls": cmd_ls, "validate": cmd_validate, "plugins": cmd_plugins}
+    commands = {"run": cmd_run, "score": cmd_score, "ls": cmd_ls, "validate": cmd_validate, "plugins": cmd_plugins}
     try:
         return commands[args.command](args)
     except HarnessError as exc:

@@ -16,7 +16,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from harness import __version__
 from harness.data import LoadedData, resolve_data_dir
@@ -46,11 +46,22 @@ class RunOptions:
     data_dir: str | None = None
 
 
+class ResponseSource(Protocol):
+    """Where scoring reads each instance's record: the response store of a run, or a finished run's samples file
+    when ``harness score`` re-scores it."""
+
+    model_info: dict[str, Any]
+
+    def __contains__(self, instance_id: str) -> bool: ...
+
+    def get(self, instance_id: str) -> dict[str, Any]: ...
+
+
 @dataclass
-class _TaskRun:
+class TaskRun:
     task: ResolvedTask
     data: LoadedData
-    store: ResponseStore | None = None
+    store: ResponseSource | None = None
     timing: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -85,7 +96,7 @@ def _fingerprint(task: ResolvedTask, data: LoadedData, model: ModelSpec, seed: i
     return hashlib.sha256(blob).hexdigest()[:16]
 
 
-def _load_data(task: ResolvedTask, registry: Registry, data_dir: Path, limit: int | None) -> LoadedData:
+def load_task_data(task: ResolvedTask, registry: Registry, data_dir: Path, limit: int | None) -> LoadedData:
     loader = registry.loader(task.config.loader)
     data = loader(task.config.data, data_dir)
     if not data.instances:
@@ -138,8 +149,8 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
         # Decoding variants of one task read the same data: load it once.
         key = json.dumps([t.config.loader, t.config.data], sort_keys=True, default=str)
         if key not in loaded:
-            loaded[key] = _load_data(t, registry, data_dir, options.limit)
-        runs.append(_TaskRun(t, loaded[key]))
+            loaded[key] = load_task_data(t, registry, data_dir, options.limit)
+        runs.append(TaskRun(t, loaded[key]))
 
     adapter: ModelAdapter | None = None
     api_calls: dict[str, Any] | None = None
@@ -147,17 +158,19 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     model_info: dict[str, Any] = {}
     try:
         if options.model is not None and adapter_cls is not None:
+            stores: list[ResponseStore] = []
             for r in runs:
                 fingerprint = _fingerprint(r.task, r.data, options.model, options.seed, options.limit)
                 header = {"task": r.name, "model": options.model.label, "seed": options.seed}
-                r.store = ResponseStore(out_dir / "responses" / f"{r.name}-{fingerprint}.jsonl", fingerprint, header)
-            stores = [r.store for r in runs if r.store is not None]
-            if any(inst.id not in r.store for r in runs if r.store for inst in r.data.instances):
+                store = ResponseStore(out_dir / "responses" / f"{r.name}-{fingerprint}.jsonl", fingerprint, header)
+                stores.append(store)
+                r.store = store
+            if any(inst.id not in store for r, store in zip(runs, stores, strict=True) for inst in r.data.instances):
                 load_start = time.perf_counter()
                 adapter = adapter_cls(replace(options.model, cache_dir=out_dir / "api-cache"))
                 load_seconds = time.perf_counter() - load_start
-                for store in stores:
-                    store.set_model_info(adapter.info())
+                for each in stores:
+                    each.set_model_info(adapter.info())
             try:
                 for r in runs:
                     _answer_missing(r, adapter, options.seed)
@@ -169,7 +182,7 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
         if adapter is not None:
             adapter.close()
 
-    results = _score_and_write(runs, options, out_dir, model_info, load_seconds)
+    results = score_and_write(runs, options, out_dir, model_info, load_seconds)
     if api_calls is not None:
         results["api_calls"] = api_calls
     results["total_evaluation_time_seconds"] = round(time.perf_counter() - started, 3)
@@ -177,7 +190,7 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     return results
 
 
-def _answer_missing(r: _TaskRun, adapter: ModelAdapter | None, seed: int) -> None:
+def _answer_missing(r: TaskRun, adapter: ModelAdapter | None, seed: int) -> None:
     """Ask for every instance not in the store, in fixed blocks of ``adapter.group_size`` instances.
 
     Blocks are cut from the evaluated instance list, never from what happens to be missing, so a block always holds
@@ -185,7 +198,7 @@ def _answer_missing(r: _TaskRun, adapter: ModelAdapter | None, seed: int) -> Non
     with some instances already stored is recomputed whole and only the missing responses are appended.
     """
     store = r.store
-    assert store is not None
+    assert isinstance(store, ResponseStore)
     instances = r.data.instances
     if all(inst.id in store for inst in instances):
         return
@@ -205,8 +218,8 @@ def _answer_missing(r: _TaskRun, adapter: ModelAdapter | None, seed: int) -> Non
     r.timing["requests_seconds"] = round(time.perf_counter() - start, 3)
 
 
-def _score_and_write(
-    runs: list[_TaskRun],
+def score_and_write(
+    runs: list[TaskRun],
     options: RunOptions,
     out_dir: Path,
     model_info: dict[str, Any],
@@ -282,7 +295,7 @@ def _score_and_write(
 
 
 def _prepare_scorers(
-    r: _TaskRun, records: list[dict[str, Any] | None], responses: list[Any | None]
+    r: TaskRun, records: list[dict[str, Any] | None], responses: list[Any | None]
 ) -> tuple[list[Scorer], dict[str, str]]:
     """Let each scorer batch its work over the whole task; set aside those that cannot run, with their reason."""
     ready: list[Scorer] = []
@@ -299,7 +312,7 @@ def _prepare_scorers(
 
 
 def _score_task(
-    r: _TaskRun, seed: int
+    r: TaskRun, seed: int
 ) -> tuple[dict[str, Metric], list[dict[str, Any]], dict[str, Any], dict[str, str], dict[str, Any]]:
     config = r.task.config
     records = [r.store.get(inst.id) if r.store is not None else None for inst in r.data.instances]

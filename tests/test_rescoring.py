@@ -1,0 +1,142 @@
+"""``harness score``: a finished run scored again from its samples files, without a model.
+
+Real SmolLM2 runs (Provo, and an ASSET decoding sweep; a few instances each) are scored again: unchanged, they give
+the original results and samples exactly; with scorers removed, added back or given other arguments, only those
+scorers' numbers change; and input that cannot be re-scored is refused with a one-line message."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.rescoring import rescore
+from harness.results import strip_volatile
+from tests.helpers import require_provo, run_cli, shared_data_dir
+
+SLUG = "hf__smollm2-135m"
+SWEEP = ("asset-test@ancestral", "asset-test@top_p=0.9")
+
+
+def _comparable(results: dict[str, Any]) -> dict[str, Any]:
+    out = strip_volatile(results)
+    out["config"] = {k: v for k, v in out["config"].items() if k != "rescored_from"}
+    return out
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines()
+
+
+@pytest.fixture(scope="module")
+def saved_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data = require_provo()
+    if not (data / "asset").is_dir():
+        pytest.skip("ASSET data not found")
+    out = tmp_path_factory.mktemp("run")
+    common = ["--model", "hf:smollm2-135m", "--limit", "3", "--device", "cpu", "--data-dir", str(data)]
+    run_cli("run", "--tasks", "provo", "--task-args", "n_samples=30", *common, "--output-dir", str(out / "cloze"))
+    gen = "n_samples=4,max_new_tokens=16,decoding=ancestral;top_p=0.9"
+    run_cli("run", "--tasks", "asset-test", "--task-args", gen, *common, "--output-dir", str(out / "gen"))
+    human = ["--human-only", "--limit", "5", "--data-dir", str(data), "--output-dir", str(out)]
+    run_cli("run", "--tasks", "provo", *human)
+    return out
+
+
+@pytest.mark.slow
+def test_an_unchanged_run_scores_to_the_same_results_and_samples(saved_run: Path, tmp_path: Path) -> None:
+    data = str(shared_data_dir())
+    for group, tasks in (("cloze", ("provo",)), ("gen", SWEEP)):
+        run_dir = saved_run / group / SLUG
+        original = json.loads((run_dir / "results.json").read_text())
+        out = tmp_path / group
+        proc = run_cli("score", str(run_dir), "--output-dir", str(out), "--data-dir", data)
+        assert f"wrote {out / 'results.json'}" in proc.stdout
+        again = json.loads((out / "results.json").read_text())
+        assert set(again["metrics"]) == set(tasks)
+        assert _comparable(again) == _comparable(original)
+        assert again["config"]["rescored_from"] == str(run_dir / "results.json")
+        for task in tasks:
+            assert _lines(out / f"samples_{task}.jsonl") == _lines(run_dir / f"samples_{task}.jsonl")
+    # The human-only run too, and by default next to the run, never over it.
+    human, path = rescore(saved_run / "human", data_dir=data)
+    assert path == saved_run / "human" / "rescored" / "results.json"
+    assert _comparable(human) == _comparable(json.loads((saved_run / "human" / "results.json").read_text()))
+
+
+@pytest.mark.slow
+def test_scorers_removed_added_or_reconfigured_change_only_their_numbers(saved_run: Path, tmp_path: Path) -> None:
+    data = str(shared_data_dir())
+    cloze = saved_run / "cloze" / SLUG
+    original = json.loads((cloze / "results.json").read_text())["metrics"]["provo"]
+    # One samples file, ECE with one bin instead of 10: then ECE is |mean confidence - accuracy|.
+    ece1, _ = rescore(
+        cloze / "samples_provo.jsonl", output_dir=tmp_path / "ece", scorer_args={"ece.n_bins": 1}, data_dir=data
+    )
+    after = ece1["metrics"]["provo"]
+    rows = [json.loads(line)["metrics"] for line in _lines(cloze / "samples_provo.jsonl")]
+    conf = sum(r["conf_model"] for r in rows) / len(rows)
+    acc = sum(r["correct_model_corpus"] for r in rows) / len(rows)
+    assert after["ece_model_corpus"]["value"] == pytest.approx(abs(conf - acc), abs=1e-12)
+    assert {k: v for k, v in after.items() if not k.startswith("ece_")} == {
+        k: v for k, v in original.items() if not k.startswith("ece_")
+    }
+    assert ece1["configs"]["provo"]["scorers"][2] == {"name": "ece", "args": {"n_bins": 1, "n_splits": 10}}
+    # An exact list keeps the recorded arguments.
+    exact, _ = rescore(cloze, output_dir=tmp_path / "exact", scorers="ece,tvd", data_dir=data)
+    assert [s["name"] for s in exact["configs"]["provo"]["scorers"]] == ["ece", "tvd"]
+    assert exact["metrics"]["provo"]["tvd"] == original["tvd"]
+    assert "entropy_model" not in exact["metrics"]["provo"]
+
+    # A probe removed from the decoding sweep, then added back to the re-scored run: the original numbers return.
+    gen = saved_run / "gen" / SLUG
+    swept = json.loads((gen / "results.json").read_text())["metrics"]
+    fewer, _ = rescore(gen, output_dir=tmp_path / "fewer", scorers="-lexical", data_dir=data)
+    for task in SWEEP:
+        assert not any(k.startswith("unigram_") for k in fewer["metrics"][task])
+        assert fewer["metrics"][task]["cosine_w1_mh"] == swept[task]["cosine_w1_mh"]
+    back, _ = rescore(tmp_path / "fewer", output_dir=tmp_path / "back", scorers="+lexical", data_dir=data)
+    for task in SWEEP:
+        assert back["metrics"][task] == swept[task]
+        assert [s["name"] for s in back["configs"][task]["scorers"]] == ["syntactic", "semantic", "lexical"]
+
+
+@pytest.mark.slow
+def test_what_cannot_be_rescored_is_refused_with_one_line(saved_run: Path, tmp_path: Path) -> None:
+    data = str(shared_data_dir())
+    cloze = saved_run / "cloze" / SLUG
+    with pytest.raises(HarnessError, match="request parameter"):
+        rescore(cloze, output_dir=tmp_path / "x", scorer_args={"n_samples": 10}, data_dir=data)
+    with pytest.raises(HarnessError, match="either names"):
+        rescore(cloze, output_dir=tmp_path / "x", scorers="tvd,+ece", data_dir=data)
+    with pytest.raises(HarnessError, match="a scorer for 'sample_words' requests"):
+        rescore(cloze, output_dir=tmp_path / "x", scorers="+lexical", data_dir=data)
+    with pytest.raises(HarnessError, match="'provo@x' is not in"):
+        rescore(cloze, output_dir=tmp_path / "x", tasks=["provo@x"], data_dir=data)
+    # Data that changed since the run: the stored outputs answer other inputs.
+    copy = tmp_path / "copy"
+    shutil.copytree(cloze, copy)
+    results = json.loads((copy / "results.json").read_text())
+    results["task_hashes"]["provo"] = "sha256:" + "0" * 64
+    (copy / "results.json").write_text(json.dumps(results))
+    with pytest.raises(HarnessError, match="differs from the run's"):
+        rescore(copy, data_dir=data)
+    # A samples file that lost instances.
+    copy = tmp_path / "copy-gen"
+    shutil.copytree(saved_run / "gen" / SLUG, copy)
+    lines = _lines(copy / "samples_asset-test@ancestral.jsonl")
+    (copy / "samples_asset-test@ancestral.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    with pytest.raises(HarnessError, match="not the 3 the task's loader gives"):
+        rescore(copy, data_dir=data)
+    assert not (copy / "rescored").exists()
+    lone = tmp_path / "lone" / "samples_provo.jsonl"
+    lone.parent.mkdir()
+    lone.write_text("{}\n")
+    proc = run_cli("score", str(lone), check=False)
+    assert proc.returncode == 2
+    expected = f"error: {lone.parent / 'results.json'}: not found; re-scoring needs the run's results.json beside"
+    assert proc.stderr.strip().splitlines() == [expected + " its samples"]
