@@ -79,6 +79,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output-dir", help="where the new results go (default: RUN_DIR/rescored)")
     p.add_argument("--data-dir", help="data root (default: $HARNESS_DATA_DIR, else the user cache directory)")
 
+    p = sub.add_parser("leaderboard", help="fold results.json files into a leaderboard: JSON, an HTML page, PNG plots")
+    p.add_argument("results", nargs="+", help="results.json files or run directories (human-only runs included)")
+    p.add_argument("-o", "--output", required=True, help="the leaderboard's folder, e.g. leaderboards/NAME")
+    p.add_argument(
+        "--allow-mixed",
+        action="store_true",
+        help="merge results that are not comparable (task version, data hash, instances, samples per input), marked",
+    )
+    p.add_argument("--no-plots", action="store_true", help="write no PNG figures (the page then shows none)")
+
     p = sub.add_parser("ls", help="list registered tasks, scorers, model kinds, loaders or answer classifiers")
     p.add_argument("what", choices=("tasks", "scorers", "models", "loaders", "classifiers"))
 
@@ -122,6 +132,21 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from harness.leaderboard import build
+
+    output = Path(args.output)
+    board = build([Path(p) for p in args.results], output, allow_mixed=args.allow_mixed, plots=not args.no_plots)
+    rows = sum(1 for s in board["systems"] if s["kind"] == "model")
+    print(f"{rows} systems, {len(board['tasks'])} tasks ({', '.join(board['tasks'])})")
+    for mixed in board["mixed"]:
+        why = "; ".join(mixed["differs"])
+        print(f"warning: merged although not comparable: {mixed['task']}: {mixed['source']}: {why}")
+    plots = len(board["files"].get("plots", []))
+    print(f"wrote {output / 'leaderboard.json'}, {output / board['files']['html']} and {plots} plots")
+    return 0
+
+
 def cmd_ls(args: argparse.Namespace) -> int:
     registry = get_registry()
     table = {
@@ -158,7 +183,14 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    commands = {"run": cmd_run, "score": cmd_score, "ls": cmd_ls, "validate": cmd_validate, "plugins": cmd_plugins}
+    commands = {
+        "run": cmd_run,
+        "score": cmd_score,
+        "leaderboard": cmd_leaderboard,
+        "ls": cmd_ls,
+        "validate": cmd_validate,
+        "plugins": cmd_plugins,
+    }
     try:
         return commands[args.command](args)
     except HarnessError as exc:

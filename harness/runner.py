@@ -239,11 +239,13 @@ def score_and_write(
         "notes": {},
         "scorers": {},
         "reports": {},
+        "controls": {},
     }
     timing: dict[str, Any] = {}
     for r in runs:
         start = time.perf_counter()
         metrics, samples, response_summary, unavailable, reports = _score_task(r, options.seed)
+        controls = _controls(r, metrics, unavailable)
         write_jsonl(out_dir / f"samples_{r.name}.jsonl", samples)
         name = r.name
         results["results"][name] = lm_eval_entries(name, metrics)
@@ -265,6 +267,8 @@ def score_and_write(
             results["unavailable"][name] = unavailable
         if reports:
             results["reports"][name] = reports
+        if controls:
+            results["controls"][name] = controls
         notes = {s.name: s.notes for s in r.task.scorers if s.notes and s.name not in unavailable}
         if notes:
             results["notes"][name] = notes
@@ -369,6 +373,18 @@ def _score_task(
                 sample.setdefault("reports", {})[scorer.name] = entry
         reports[scorer.name] = report
     return metrics, samples, summary, unavailable, reports
+
+
+def _controls(r: TaskRun, metrics: dict[str, Metric], unavailable: dict[str, str]) -> dict[str, str]:
+    """Model metric -> the human control metric scored the same way, where the task reported both."""
+    pairs: dict[str, str] = {}
+    for scorer in r.task.scorers:
+        if scorer.name in unavailable:
+            continue
+        for metric, control in scorer.controls(list(metrics)).items():
+            if metric in metrics and control in metrics and metric != control:
+                pairs[metric] = control
+    return pairs
 
 
 def _add_to_summary(summary: dict[str, Any], response: dict[str, Any]) -> None:

@@ -9,6 +9,7 @@ is how the human reference row is produced without loading a model.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -72,6 +73,16 @@ class Scorer(ABC):
         """For ``multiple_choice`` tasks: the queries (``harness.requests.Query``) this scorer needs for one item,
         under keys of its choosing. ``params`` are the task's request parameters (prompt structure, option orders)
         and ``seed`` the item's seed. ``score`` then receives the answers under the same keys."""
+        return {}
+
+    def controls(self, metrics: Collection[str]) -> dict[str, str]:
+        """For this scorer's metrics that compare the model with people: the metric that scores a second human
+        population the same way (the human control), e.g. ``tvd`` -> ``tvd_human_halves``.
+
+        ``metrics`` are every metric name the task reported. The runner keeps the pairs whose two ends were both
+        reported (``results.json``, ``controls``), and ``harness leaderboard`` shows the control's value in the
+        human row under the model metric's column. The default, no pairs, leaves the human row without them.
+        """
         return {}
 
     def describe(self) -> dict[str, Any]:

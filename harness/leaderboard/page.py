@@ -1,0 +1,159 @@
+"""The leaderboard as one static HTML page that opens from disk: no server, no network, no JavaScript library.
+
+Tables are rendered here, so the page reads without JavaScript; ``page.js`` adds sorting and the instance view
+(pick a context, see the human and model distributions or productions), reading the per-instance data embedded in
+the page as JSON. Figures are the PNG files in ``plots/`` beside the page.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from harness.results import atomic_write_text
+
+PAGE = "index.html"
+
+
+def _asset(name: str) -> str:
+    return resources.files("harness.leaderboard").joinpath(name).read_text(encoding="utf-8")
+
+
+def _fmt(value: float | None) -> str:
+    if value is None:
+        return ""
+    return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
+
+
+def _cell(record: dict[str, Any] | None, mixed: bool) -> str:
+    if record is None:
+        return '<td class="num" data-v=""></td>'
+    value = record.get("value")
+    ci = record.get("ci")
+    title = f"95% CI [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else "no interval"
+    if record.get("spread") is not None:
+        title += f"; ±{_fmt(record['spread'])} over human splits"
+    text = _fmt(value) + (f'<span class="ci"> [{_fmt(ci[0])}, {_fmt(ci[1])}]</span>' if ci else "")
+    mark = ' <span class="mixed" title="not comparable: see the notes">†</span>' if mixed else ""
+    data = "" if value is None else repr(float(value))
+    return f'<td class="num" data-v="{data}" title="{html.escape(title)}">{text}{mark}</td>'
+
+
+def _arrow(direction: bool | None) -> str:
+    return {True: " ↑", False: " ↓", None: ""}[direction]
+
+
+def _table(table_id: str, systems: list[dict[str, Any]], cells: list[tuple[str, str, str]]) -> str:
+    """``cells``: (task, column, heading) per column."""
+    head = ['<th data-type="text">system</th>']
+    for task, column, heading in cells:
+        head.append(f'<th data-type="num" title="{html.escape(task)}: {html.escape(column)}">{heading}</th>')
+    rows = []
+    for system in systems:
+        if not any(task in system["metrics"] for task, _, _ in cells):
+            continue
+        kind = system["kind"]
+        tds = [f'<td class="system" data-v="{html.escape(system["label"])}">{html.escape(system["label"])}</td>']
+        for task, column, _ in cells:
+            record = system["metrics"].get(task, {}).get(column)
+            tds.append(_cell(record, task in system.get("mixed", {}) and record is not None))
+        rows.append(f'<tr class="{kind}">' + "".join(tds) + "</tr>")
+    return (
+        f'<table class="sortable" id="{table_id}"><thead><tr>{"".join(head)}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _overview(board: dict[str, Any]) -> str:
+    cells = []
+    for task, info in board["tasks"].items():
+        column = info.get("headline")
+        if column:
+            meta = info["columns"][column]
+            cells.append(
+                (
+                    task,
+                    column,
+                    f"{html.escape(task)}<br><small>{html.escape(column)}{_arrow(meta['higher_is_better'])}</small>",
+                )
+            )
+    return _table("overview", board["systems"], cells)
+
+
+def _task_section(index: int, task: str, info: dict[str, Any], board: dict[str, Any], plots: list[str]) -> str:
+    columns = {c: m for c, m in info["columns"].items() if not m["group"]}
+    compared = [c for c, m in columns.items() if m["human_control"]]
+    others = [c for c in columns if c not in compared]
+
+    def cells(names: list[str]) -> list[tuple[str, str, str]]:
+        return [(task, c, html.escape(c) + _arrow(columns[c]["higher_is_better"])) for c in names]
+
+    facts = (
+        f"version {info['version']} · data {html.escape(str(info['data_hash'])[:19])}… · "
+        f"{info['instances']} of {info['instances_in_data']} instances"
+        + (f" · {info['samples_per_input']} model samples per input" if info.get("samples_per_input") else "")
+    )
+    parts = [
+        f'<section class="task" id="task-{index}"><h2>{html.escape(task)}</h2>',
+        f'<p class="facts">{facts}</p><p class="description">{html.escape(info.get("description", ""))}</p>',
+    ]
+    mixed = [m for m in board["mixed"] if m["task"] == task]
+    for m in mixed:
+        parts.append(
+            f'<p class="warning">† merged although not comparable: {html.escape(m["source"])}: '
+            f"{html.escape('; '.join(m['differs']))}</p>"
+        )
+    if compared:
+        parts.append("<h3>Compared with the human control</h3>")
+        parts.append(_table(f"t{index}-compared", board["systems"], cells(compared)))
+    if others:
+        parts.append(f"<details><summary>Other metrics ({len(others)})</summary>")
+        parts.append(_table(f"t{index}-other", board["systems"], cells(others)) + "</details>")
+    groups = len(info["columns"]) - len(columns)
+    if groups:
+        parts.append(f'<p class="note">{groups} per-group metrics (e.g. per phenomenon) are in leaderboard.json.</p>')
+    prefix = "plots/" + "".join(ch if ch.isalnum() or ch in "._=-" else "_" for ch in task).strip("_") + "-"
+    for plot in (p for p in plots if p.startswith(prefix)):
+        parts.append(f'<figure><img src="{html.escape(plot)}" alt="{html.escape(plot)}" loading="lazy"></figure>')
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def render(board: dict[str, Any], instances: dict[str, Any], plots: list[str]) -> str:
+    sources = "".join(
+        f"<li><code>{html.escape(path)}</code> · limit {meta['limit']} · seed {meta['seed']} · "
+        f"harness {html.escape(str(meta['harness_version']))}</li>"
+        for path, meta in board["sources"].items()
+    )
+    tasks = "".join(_task_section(i, task, info, board, plots) for i, (task, info) in enumerate(board["tasks"].items()))
+    data = json.dumps(instances, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
+    title = html.escape(f"Leaderboard: {board['name']}")
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>{_asset("page.css")}</style></head>
+<body>
+<h1>{title}</h1>
+<p class="facts">harness {html.escape(board["harness_version"])} · built {html.escape(board["created"])} ·
+rows are systems (model · decoding · scoring method); the human row is the human control; ↓ lower is better,
+↑ higher is better; brackets are 95% bootstrap intervals. Click a column heading to sort.</p>
+<h2>Overview</h2>
+{_overview(board)}
+{tasks}
+<section id="instances"><h2>One instance</h2>
+<p><label>task <select id="instance-task"></select></label>
+<label>instance <select id="instance-item"></select></label></p>
+<div id="instance-view"></div></section>
+<h2>Sources</h2><ul class="sources">{sources}</ul>
+<script type="application/json" id="instance-data">{data}</script>
+<script>{_asset("page.js")}</script>
+</body></html>
+"""
+
+
+def write_page(board: dict[str, Any], instances: dict[str, Any], plots: list[str], output: Path) -> str:
+    atomic_write_text(output / PAGE, render(board, instances, plots))
+    return PAGE
