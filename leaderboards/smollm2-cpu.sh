@@ -25,4 +25,4 @@ run --model hf:smollm2-135m --tasks wmt14-en-de,wmt14-en-fr,dailydialog-pp --lim
 run --human-only --tasks pragmatics-mcq --limit 35 --output-dir "$RUNS/mcq"
 run --model hf:smollm2-135m --tasks pragmatics-mcq --limit 35 --output-dir "$RUNS/mcq"
 
-.venv/bin/harness leaderboard "$RUNS"/*/*/results.json -o leaderboards/smollm2-cpu --data-dir "$DATA"
+.venv/bin/harness leaderboard "$RUNS"/*/*/results.json -o leaderboards/smollm2-cpu

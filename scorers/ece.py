@@ -19,7 +19,7 @@ words but right about how often its top word wins: see docs/metrics.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -100,6 +100,11 @@ class EceScorer(ClozeScorer):
         row["correct_oracle_majority"] = [pred in gold_majority for pred, _ in oracle]
         row["correct_oracle_heldout"] = [pred in g for (pred, _), g in zip(oracle, gold_heldout, strict=True)]
         return row
+
+    def controls(self, metrics: Collection[str]) -> dict[str, str]:
+        # The oracle is half of the people predicting the other half: the honest human reference (docs/metrics.md).
+        pairs = {m: m.replace("_model", "_oracle", 1) for m in metrics if m.startswith(("ece_model_", "acc_model_"))}
+        return {**pairs, "conf_model": "conf_oracle"}
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
         metrics: dict[str, Metric] = {}

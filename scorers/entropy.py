@@ -9,6 +9,7 @@ Instances where the model produced no accepted word have no model entropy and ar
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 import numpy as np
@@ -36,6 +37,9 @@ class EntropyScorer(ClozeScorer):
             model = self.model_counts(response)
             row["entropy_model"] = entropy_bits(model) if model else None
         return row
+
+    def controls(self, metrics: Collection[str]) -> dict[str, str]:
+        return {"entropy_model": "entropy_human"}
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
         metrics: dict[str, Metric] = {}

@@ -13,6 +13,7 @@ prediction is None (incorrect) and its probability of the corpus word is 0.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 import numpy as np
@@ -55,6 +56,10 @@ class Top1Scorer(ClozeScorer):
                 }
             )
         return row
+
+    def controls(self, metrics: Collection[str]) -> dict[str, str]:
+        # The model's top word against the human majority word; one sampled word against one human guess.
+        return {"top1_model": "top1_human_majority", "top1_model_samples": "top1_human_guess"}
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
         metrics: dict[str, Metric] = {}

@@ -11,6 +11,7 @@ The sample-based estimate is biased upwards by the finite number of samples on b
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 import numpy as np
@@ -51,6 +52,10 @@ class TvdScorer(ClozeScorer):
             "reject_rate": n_rejected / attempted if attempted else 0.0,
             "no_model_words": n_words == 0,
         }
+
+    def controls(self, metrics: Collection[str]) -> dict[str, str]:
+        # human_control's split-half TVD; tvd_model_half matches its sample size exactly.
+        return {"tvd": "tvd_human_halves", "tvd_model_half": "tvd_human_halves"}
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
         rows = present(per_instance, "tvd")

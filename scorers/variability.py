@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, ClassVar
 
 import numpy as np
@@ -278,6 +278,16 @@ class VariabilityScorer(Scorer):
     )
     #: Control values, aggregated as means with their spread over splits.
     CONTROL_VALUES: ClassVar[tuple[str, ...]] = ("control_w1", "control_w1_cross", "control_dmu")
+
+    def controls(self, metrics: Collection[str]) -> dict[str, str]:
+        pairs: dict[str, str] = {}
+        for measure in self.probe.measures:
+            name = self.metric_name(measure)
+            pairs[f"{name}_w1_mh"] = f"{name}_control_w1"
+            pairs[f"{name}_w1_ch"] = f"{name}_control_w1_cross"
+            pairs[f"{name}_dmu_mh"] = f"{name}_control_dmu"
+            pairs[f"{name}_paper_w1_mh"] = f"{name}_paper_control_w1"
+        return pairs
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
         kw: dict[str, Any] = {"n_resamples": self.n_resamples, "confidence": self.confidence}

@@ -3,16 +3,26 @@
 # Idempotent: a second run only checks that everything is installed.
 # --api-server also installs llama-cpp-python's OpenAI-compatible server, which the API adapter's tests run
 # against (scripts/build-llama-cpp-wheel.sh builds it once per machine, about 9 minutes, and keeps the wheel).
+# --browser also installs Debian's chromium and chromium-driver (apt, as root or through sudo), the headless browser
+# the leaderboard page is tested in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
 API_SERVER=0
+BROWSER=0
 for arg in "$@"; do
   case "$arg" in
     --api-server) API_SERVER=1 ;;
-    *) echo "scripts/setup.sh: unknown option '$arg' (known: --api-server)" >&2; exit 2 ;;
+    --browser) BROWSER=1 ;;
+    *) echo "scripts/setup.sh: unknown option '$arg' (known: --api-server, --browser)" >&2; exit 2 ;;
   esac
 done
+if [ "$BROWSER" = 1 ] && ! { command -v chromium >/dev/null && command -v chromedriver >/dev/null; }; then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 . .venv/bin/activate
 export PIP_DISABLE_PIP_VERSION_CHECK=1

@@ -16,7 +16,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.rescoring import rescore
 from harness.results import strip_volatile
-from tests.helpers import require_provo, run_cli, shared_data_dir
+from tests.helpers import run_cli, shared_data_dir
 
 SLUG = "hf__smollm2-135m"
 SWEEP = ("asset-test@ancestral", "asset-test@top_p=0.9")
@@ -32,26 +32,11 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines()
 
 
-@pytest.fixture(scope="module")
-def saved_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    data = require_provo()
-    if not (data / "asset").is_dir():
-        pytest.skip("ASSET data not found")
-    out = tmp_path_factory.mktemp("run")
-    common = ["--model", "hf:smollm2-135m", "--limit", "3", "--device", "cpu", "--data-dir", str(data)]
-    run_cli("run", "--tasks", "provo", "--task-args", "n_samples=30", *common, "--output-dir", str(out / "cloze"))
-    gen = "n_samples=4,max_new_tokens=16,decoding=ancestral;top_p=0.9"
-    run_cli("run", "--tasks", "asset-test", "--task-args", gen, *common, "--output-dir", str(out / "gen"))
-    human = ["--human-only", "--limit", "5", "--data-dir", str(data), "--output-dir", str(out)]
-    run_cli("run", "--tasks", "provo", *human)
-    return out
-
-
 @pytest.mark.slow
-def test_an_unchanged_run_scores_to_the_same_results_and_samples(saved_run: Path, tmp_path: Path) -> None:
+def test_an_unchanged_run_scores_to_the_same_results_and_samples(saved_runs: Path, tmp_path: Path) -> None:
     data = str(shared_data_dir())
     for group, tasks in (("cloze", ("provo",)), ("gen", SWEEP)):
-        run_dir = saved_run / group / SLUG
+        run_dir = saved_runs / group / SLUG
         original = json.loads((run_dir / "results.json").read_text())
         out = tmp_path / group
         proc = run_cli("score", str(run_dir), "--output-dir", str(out), "--data-dir", data)
@@ -63,15 +48,15 @@ def test_an_unchanged_run_scores_to_the_same_results_and_samples(saved_run: Path
         for task in tasks:
             assert _lines(out / f"samples_{task}.jsonl") == _lines(run_dir / f"samples_{task}.jsonl")
     # The human-only run too, and by default next to the run, never over it.
-    human, path = rescore(saved_run / "human", data_dir=data)
-    assert path == saved_run / "human" / "rescored" / "results.json"
-    assert _comparable(human) == _comparable(json.loads((saved_run / "human" / "results.json").read_text()))
+    human, path = rescore(saved_runs / "human", data_dir=data)
+    assert path == saved_runs / "human" / "rescored" / "results.json"
+    assert _comparable(human) == _comparable(json.loads((saved_runs / "human" / "results.json").read_text()))
 
 
 @pytest.mark.slow
-def test_scorers_removed_added_or_reconfigured_change_only_their_numbers(saved_run: Path, tmp_path: Path) -> None:
+def test_scorers_removed_added_or_reconfigured_change_only_their_numbers(saved_runs: Path, tmp_path: Path) -> None:
     data = str(shared_data_dir())
-    cloze = saved_run / "cloze" / SLUG
+    cloze = saved_runs / "cloze" / SLUG
     original = json.loads((cloze / "results.json").read_text())["metrics"]["provo"]
     # One samples file, ECE with one bin instead of 10: then ECE is |mean confidence - accuracy|.
     ece1, _ = rescore(
@@ -93,7 +78,7 @@ def test_scorers_removed_added_or_reconfigured_change_only_their_numbers(saved_r
     assert "entropy_model" not in exact["metrics"]["provo"]
 
     # A probe removed from the decoding sweep, then added back to the re-scored run: the original numbers return.
-    gen = saved_run / "gen" / SLUG
+    gen = saved_runs / "gen" / SLUG
     swept = json.loads((gen / "results.json").read_text())["metrics"]
     fewer, _ = rescore(gen, output_dir=tmp_path / "fewer", scorers="-lexical", data_dir=data)
     for task in SWEEP:
@@ -106,9 +91,9 @@ def test_scorers_removed_added_or_reconfigured_change_only_their_numbers(saved_r
 
 
 @pytest.mark.slow
-def test_what_cannot_be_rescored_is_refused_with_one_line(saved_run: Path, tmp_path: Path) -> None:
+def test_what_cannot_be_rescored_is_refused_with_one_line(saved_runs: Path, tmp_path: Path) -> None:
     data = str(shared_data_dir())
-    cloze = saved_run / "cloze" / SLUG
+    cloze = saved_runs / "cloze" / SLUG
     with pytest.raises(HarnessError, match="request parameter"):
         rescore(cloze, output_dir=tmp_path / "x", scorer_args={"n_samples": 10}, data_dir=data)
     with pytest.raises(HarnessError, match="either names"):
@@ -127,7 +112,7 @@ def test_what_cannot_be_rescored_is_refused_with_one_line(saved_run: Path, tmp_p
         rescore(copy, data_dir=data)
     # A samples file that lost instances.
     copy = tmp_path / "copy-gen"
-    shutil.copytree(saved_run / "gen" / SLUG, copy)
+    shutil.copytree(saved_runs / "gen" / SLUG, copy)
     lines = _lines(copy / "samples_asset-test@ancestral.jsonl")
     (copy / "samples_asset-test@ancestral.jsonl").write_text("\n".join(lines[:2]) + "\n")
     with pytest.raises(HarnessError, match="not the 3 the task's loader gives"):

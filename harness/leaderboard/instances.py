@@ -99,7 +99,12 @@ def collect_instances(entries: list[TaskResult], board: dict[str, Any]) -> dict[
     out: dict[str, Any] = {}
     for task, info in board["tasks"].items():
         kind = KINDS.get(info["request"], "other")
-        columns = [c for c, meta in info["columns"].items() if meta["human_control"] and not meta["group"]]
+        # Columns with a human control, and every W1 distance (a task without a control still gets its figure).
+        columns = [
+            c
+            for c, meta in info["columns"].items()
+            if not meta["group"] and (meta["human_control"] or c.endswith("_w1_mh"))
+        ]
         task_entries = [e for e in entries if e.task == task]
         view: dict[str, Any] = {"kind": kind, "items": [], "systems": {}, "values": {c: {} for c in columns}}
         human_entry = next((e for e in task_entries if e.human_only), None)

@@ -86,7 +86,7 @@ function showInstance(data) {
     panel.appendChild(element("h4", {}, label === "human" ? "people" : label));
     const values = Object.entries(taskData.values)
       .filter(([, bySystem]) => bySystem[label] && bySystem[label][index] !== null)
-      .map(([column, bySystem]) => `${column} ${bySystem[label][index].toFixed(3)}`);
+      .map(([column, bySystem]) => `${label === "human" ? "control for " : ""}${column} ${bySystem[label][index].toFixed(3)}`);
     if (values.length) panel.appendChild(element("p", { class: "note" }, values.slice(0, 4).join(" · ")));
     if (taskData.kind === "cloze") panel.appendChild(bars(shown));
     else if (taskData.kind === "generation") panel.appendChild(texts(shown));

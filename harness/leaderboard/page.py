@@ -97,7 +97,7 @@ def _task_section(index: int, task: str, info: dict[str, Any], board: dict[str, 
         + (f" · {info['samples_per_input']} model samples per input" if info.get("samples_per_input") else "")
     )
     parts = [
-        f'<section class="task" id="task-{index}"><h2>{html.escape(task)}</h2>',
+        f'<section class="task" id="task-{index}" data-task="{html.escape(task)}"><h2>{html.escape(task)}</h2>',
         f'<p class="facts">{facts}</p><p class="description">{html.escape(info.get("description", ""))}</p>',
     ]
     mixed = [m for m in board["mixed"] if m["task"] == task]

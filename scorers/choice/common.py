@@ -29,7 +29,7 @@ argument (default 0.01). Definitions of the fit metrics are in :func:`fit_metric
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -270,6 +270,22 @@ class ChoiceScorer(ArgsScorer):
             values[self.system_name(score)] = row
         values.update(self.extra_values(item, response))
         return values
+
+    def controls(self, metrics: Collection[str]) -> dict[str, str]:
+        # Every way of asking is compared with the people's own numbers (mcq_human), overall and per phenomenon.
+        human = {
+            "acc": "human/acc",
+            "tvd": "human/control_tvd",
+            "logprob_per_choice": "human/control_logprob_per_choice",
+        }
+        pairs: dict[str, str] = {}
+        systems = {self.system_name(score) for score in self.systems}
+        for metric in metrics:
+            system, _, rest = metric.partition("/")
+            key, _, group = rest.partition("/")
+            if system in systems and key in human:
+                pairs[metric] = human[key] + (f"/{group}" if group else "")
+        return pairs
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
         humans = self._humans[-len(per_instance) :] if per_instance else []
