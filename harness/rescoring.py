@@ -9,7 +9,6 @@ runner's own code path, with the same seeds, so re-scoring an unchanged run give
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +19,7 @@ from harness.errors import HarnessError, TaskConfigError
 from harness.models import ModelSpec
 from harness.plugins import Registry, get_registry
 from harness.requests import MultipleChoiceResponse
-from harness.results import write_json
+from harness.results import read_jsonl, read_results, samples_path, write_json
 from harness.runner import RunOptions, TaskRun, load_task_data, score_and_write
 from harness.task_config import TaskConfig, apply_overrides, validate
 from harness.task_loading import ResolvedTask, check_against_registry
@@ -30,9 +29,7 @@ from harness.task_loading import ResolvedTask, check_against_registry
 class SavedResponses:
     """The responses of one task, read from its samples file; answers ``in`` and ``get`` like the response store."""
 
-    path: Path
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
-    model_info: dict[str, Any] = field(default_factory=dict)
 
     def __contains__(self, instance_id: str) -> bool:
         return instance_id in self.records
@@ -57,7 +54,7 @@ class SavedRun:
         return bool(self.results.get("config", {}).get("human_only"))
 
     def samples_path(self, task: str) -> Path:
-        return self.directory / f"samples_{task}.jsonl"
+        return samples_path(self.directory, task)
 
 
 def open_run(target: Path) -> tuple[SavedRun, list[str]]:
@@ -70,13 +67,7 @@ def open_run(target: Path) -> tuple[SavedRun, list[str]]:
         raise HarnessError(f"{target}: expected a run directory (with results.json) or a samples_<task>.jsonl file")
     if not results_path.is_file():
         raise HarnessError(f"{results_path}: not found; re-scoring needs the run's results.json beside its samples")
-    try:
-        results = json.loads(results_path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise HarnessError(f"{results_path}: not a readable results file ({exc})") from exc
-    for key in ("configs", "task_hashes", "config"):
-        if key not in results:
-            raise HarnessError(f"{results_path}: field '{key}' missing; is this a results.json written by harness run?")
+    results = read_results(results_path)
     run = SavedRun(results_path, results)
     tasks = list(results["configs"])
     if only is not None and only not in tasks:
@@ -141,20 +132,13 @@ def _saved_responses(run: SavedRun, task: str, data: LoadedData) -> SavedRespons
     path = run.samples_path(task)
     if not path.is_file():
         raise HarnessError(f"{path}: not found; the run's samples file holds the outputs to score")
-    saved = SavedResponses(path, model_info=run.results["config"].get("model_info") or {})
+    saved = SavedResponses()
     ids: list[str] = []
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                sample = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise HarnessError(f"{path}: line {line_no}: not JSON ({exc})") from exc
-            ids.append(str(sample.get("id")))
-            if "response" in sample:
-                record = {"id": sample["id"], "seed": sample["seed"], "response": sample["response"]}
-                saved.records[str(sample["id"])] = record
+    for sample in read_jsonl(path):
+        ids.append(str(sample.get("id")))
+        if "response" in sample:
+            record = {"id": sample["id"], "seed": sample["seed"], "response": sample["response"]}
+            saved.records[str(sample["id"])] = record
     expected = [inst.id for inst in data.instances]
     if ids != expected:
         raise HarnessError(

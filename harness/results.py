@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import __version__
+from harness.errors import HarnessError
 from harness.scoring import Metric
 
 #: Keys that legitimately differ between two runs of the same command.
@@ -98,6 +99,43 @@ def add_cost(usage: dict[str, Any], prices: dict[str, float] | None) -> None:
     cost = usage.get("prompt_tokens", 0) * prices["input_per_million"] / 1e6
     cost += usage.get("completion_tokens", 0) * prices["output_per_million"] / 1e6
     usage["cost_usd"] = round(cost, 6)
+
+
+def samples_path(run_dir: Path, task: str) -> Path:
+    """Where a run keeps one task's per-instance records (``task`` with its decoding variant, if any)."""
+    return run_dir / f"samples_{task}.jsonl"
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Every record of a JSON-lines file the harness wrote; a bad line is a one-line error naming file and line."""
+    records: list[dict[str, Any]] = []
+    with path.open(encoding="utf-8") as f:
+        for line_no, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise HarnessError(f"{path}: line {line_no}: not JSON ({exc})") from exc
+    return records
+
+
+#: Fields every ``results.json`` written by ``harness run`` has, and that re-scoring and leaderboards read.
+RESULTS_FIELDS = ("metrics", "configs", "config", "task_hashes", "versions", "n-samples")
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """A ``results.json`` written by ``harness run`` (or ``harness score``), checked for the fields readers need."""
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read ({exc.strerror})") from exc
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{path}: not JSON ({exc})") from exc
+    for key in RESULTS_FIELDS:
+        if not isinstance(results, dict) or key not in results:
+            raise HarnessError(f"{path}: field '{key}' missing; is this a results.json written by harness run?")
+    return results
 
 
 def strip_volatile(results: dict[str, Any]) -> dict[str, Any]:

@@ -26,7 +26,15 @@ from harness.plugins import Registry, get_registry
 from harness.progress import progress
 from harness.request_building import answer_many, build_request, response_from_record
 from harness.requests import MultipleChoiceResponse, add_usage
-from harness.results import add_cost, library_versions, lm_eval_entries, metric_record, write_json, write_jsonl
+from harness.results import (
+    add_cost,
+    library_versions,
+    lm_eval_entries,
+    metric_record,
+    samples_path,
+    write_json,
+    write_jsonl,
+)
 from harness.scoring import Metric, Scorer, ScorerUnavailable
 from harness.seeding import derive_rng, derive_seed
 from harness.store import ResponseStore
@@ -49,8 +57,6 @@ class RunOptions:
 class ResponseSource(Protocol):
     """Where scoring reads each instance's record: the response store of a run, or a finished run's samples file
     when ``harness score`` re-scores it."""
-
-    model_info: dict[str, Any]
 
     def __contains__(self, instance_id: str) -> bool: ...
 
@@ -246,7 +252,7 @@ def score_and_write(
         start = time.perf_counter()
         metrics, samples, response_summary, unavailable, reports = _score_task(r, options.seed)
         controls = _controls(r, metrics, unavailable)
-        write_jsonl(out_dir / f"samples_{r.name}.jsonl", samples)
+        write_jsonl(samples_path(out_dir, r.name), samples)
         name = r.name
         results["results"][name] = lm_eval_entries(name, metrics)
         results["metrics"][name] = {k: metric_record(m) for k, m in metrics.items()}

@@ -90,6 +90,7 @@ def build(
     output.mkdir(parents=True, exist_ok=True)
     files: dict[str, Any] = {"json": "leaderboard.json"}
     instances = None
+    plots_by_task: dict[str, list[str]] = {}
     if plots or html:
         from harness.leaderboard.instances import collect_instances
 
@@ -97,11 +98,12 @@ def build(
     if plots:
         from harness.leaderboard.plots import write_plots
 
-        files["plots"] = write_plots(board, instances or {}, output)
+        plots_by_task = write_plots(board, instances or {}, output)
+        files["plots"] = [plot for task_plots in plots_by_task.values() for plot in task_plots]
     if html:
         from harness.leaderboard.page import write_page
 
-        files["html"] = write_page(board, instances or {}, files.get("plots", []), output)
+        files["html"] = write_page(board, instances or {}, plots_by_task, output)
     board["files"] = files
     write_json(output / "leaderboard.json", board)
     return board

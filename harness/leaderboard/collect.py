@@ -18,6 +18,8 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.requests import DecodingConfig
+from harness.results import read_results as read_results_file
+from harness.results import samples_path
 
 HUMAN = "human"
 #: Metric prefixes that are reference rows rather than scoring methods of the model.
@@ -54,7 +56,7 @@ class TaskResult:
 
     @property
     def samples_path(self) -> Path:
-        return self.source.parent / f"samples_{self.key}.jsonl"
+        return samples_path(self.source.parent, self.key)
 
     def decoding(self) -> str | None:
         """How the outputs were drawn, as a label shared across request kinds (``ancestral``, ``top_p=0.9``)."""
@@ -125,15 +127,7 @@ def read_results(paths: list[Path]) -> list[TaskResult]:
     for path in paths:
         if path.is_dir():
             path = path / "results.json"
-        try:
-            results = json.loads(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise HarnessError(f"{path}: cannot read ({exc.strerror})") from exc
-        except json.JSONDecodeError as exc:
-            raise HarnessError(f"{path}: not JSON ({exc})") from exc
-        for key in ("metrics", "configs", "config", "task_hashes", "versions", "n-samples"):
-            if not isinstance(results, dict) or key not in results:
-                raise HarnessError(f"{path}: field '{key}' missing; is this a results.json written by harness run?")
+        results = read_results_file(path)
         entries.extend(TaskResult(path, results, key) for key in results["metrics"])
     if not entries:
         raise HarnessError("no task results in the given files")

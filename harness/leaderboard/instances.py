@@ -7,11 +7,11 @@ for every system and for the human control. Both come from ``samples_<task>.json
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
 from harness.leaderboard.collect import TaskResult, control_pairs, split_metric
+from harness.results import read_jsonl
 
 #: Words kept per context and side for the bar charts (the papers show the 15 most probable).
 TOP_WORDS = 15
@@ -51,10 +51,7 @@ def _top(counts: dict[str, int]) -> dict[str, float]:
 
 
 def _read(entry: TaskResult) -> list[dict[str, Any]]:
-    if not entry.samples_path.is_file():
-        return []
-    with entry.samples_path.open(encoding="utf-8") as f:
-        return [json.loads(line) for line in f if line.strip()]
+    return read_jsonl(entry.samples_path) if entry.samples_path.is_file() else []
 
 
 def _item_text(doc: dict[str, Any]) -> str:

@@ -84,6 +84,7 @@ def _overview(board: dict[str, Any]) -> str:
 
 
 def _task_section(index: int, task: str, info: dict[str, Any], board: dict[str, Any], plots: list[str]) -> str:
+    """One task's tables and figures; ``plots`` are the task's own figure files."""
     columns = {c: m for c, m in info["columns"].items() if not m["group"]}
     compared = [c for c, m in columns.items() if m["human_control"]]
     others = [c for c in columns if c not in compared]
@@ -115,20 +116,22 @@ def _task_section(index: int, task: str, info: dict[str, Any], board: dict[str, 
     groups = len(info["columns"]) - len(columns)
     if groups:
         parts.append(f'<p class="note">{groups} per-group metrics (e.g. per phenomenon) are in leaderboard.json.</p>')
-    prefix = "plots/" + "".join(ch if ch.isalnum() or ch in "._=-" else "_" for ch in task).strip("_") + "-"
-    for plot in (p for p in plots if p.startswith(prefix)):
+    for plot in plots:
         parts.append(f'<figure><img src="{html.escape(plot)}" alt="{html.escape(plot)}" loading="lazy"></figure>')
     parts.append("</section>")
     return "".join(parts)
 
 
-def render(board: dict[str, Any], instances: dict[str, Any], plots: list[str]) -> str:
+def render(board: dict[str, Any], instances: dict[str, Any], plots: dict[str, list[str]]) -> str:
     sources = "".join(
         f"<li><code>{html.escape(path)}</code> · limit {meta['limit']} · seed {meta['seed']} · "
         f"harness {html.escape(str(meta['harness_version']))}</li>"
         for path, meta in board["sources"].items()
     )
-    tasks = "".join(_task_section(i, task, info, board, plots) for i, (task, info) in enumerate(board["tasks"].items()))
+    tasks = "".join(
+        _task_section(i, task, info, board, plots.get(task, []))
+        for i, (task, info) in enumerate(board["tasks"].items())
+    )
     data = json.dumps(instances, ensure_ascii=False, separators=(",", ":")).replace("</", "<\\/")
     title = html.escape(f"Leaderboard: {board['name']}")
     return f"""<!DOCTYPE html>
@@ -154,6 +157,6 @@ rows are systems (model · decoding · scoring method); the human row is the hum
 """
 
 
-def write_page(board: dict[str, Any], instances: dict[str, Any], plots: list[str], output: Path) -> str:
+def write_page(board: dict[str, Any], instances: dict[str, Any], plots: dict[str, list[str]], output: Path) -> str:
     atomic_write_text(output / PAGE, render(board, instances, plots))
     return PAGE

@@ -37,6 +37,14 @@ def _density(ax: Any, values: np.ndarray, label: str, colour: str | None) -> Non
         ax.hist(values, bins=10, histtype="step", density=True, label=f"{label} (n={values.size})", color=colour)
 
 
+def _save(fig: Any, path: Path, dpi: int = 100) -> None:
+    import matplotlib.pyplot as plt
+
+    fig.tight_layout()
+    fig.savefig(path, dpi=dpi)
+    plt.close(fig)
+
+
 def density_plot(task: str, column: str, series: dict[str, list[float | None]], path: Path) -> bool:
     import matplotlib.pyplot as plt
 
@@ -51,9 +59,7 @@ def density_plot(task: str, column: str, series: dict[str, list[float | None]], 
     ax.set_ylabel("density")
     ax.set_title(f"{task}: {column}, model systems against the human control")
     ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _save(fig, path, dpi=110)
     return True
 
 
@@ -77,9 +83,7 @@ def top_words_plot(task: str, label: str, view: dict[str, Any], path: Path) -> b
             short = context if len(context) <= 60 else "…" + context[-59:]
             ax.set_title(f"{who}: {short}", fontsize=8)
     fig.suptitle(f"{task}: the 15 most probable next words", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, path)
     return True
 
 
@@ -100,9 +104,7 @@ def wasserstein_plot(task: str, view: dict[str, Any], path: Path) -> bool:
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)
         ax.set_ylabel("W1 per input" if column == columns[0] else "")
     fig.suptitle(f"{task}: Wasserstein-1 distance to human variability, per probe and decoder", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, path)
     return True
 
 
@@ -129,14 +131,12 @@ def methods_plot(task: str, board: dict[str, Any], path: Path) -> bool:
         ax.set_xlabel(key)
         ax.tick_params(labelsize=7)
     fig.suptitle(f"{task}: every way of asking (95% intervals)", fontsize=10)
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    _save(fig, path)
     return True
 
 
-def write_plots(board: dict[str, Any], instances: dict[str, Any], output: Path) -> list[str]:
-    """Every figure the runs allow; returns their paths relative to ``output``."""
+def write_plots(board: dict[str, Any], instances: dict[str, Any], output: Path) -> dict[str, list[str]]:
+    """Every figure the runs allow; returns, per task, their paths relative to ``output``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -144,11 +144,12 @@ def write_plots(board: dict[str, Any], instances: dict[str, Any], output: Path) 
     folder.mkdir(parents=True, exist_ok=True)
     for old in folder.glob("*.png"):
         old.unlink()
-    written: list[str] = []
+    by_task: dict[str, list[str]] = {}
     for task, info in board["tasks"].items():
         view = instances.get(task)
         if view is None:
             continue
+        written = by_task.setdefault(task, [])
         headline = info.get("headline")
         if headline and headline in view["values"]:
             path = folder / f"{_slug(task)}-{_slug(headline)}-density.png"
@@ -167,4 +168,4 @@ def write_plots(board: dict[str, Any], instances: dict[str, Any], output: Path) 
             path = folder / f"{_slug(task)}-methods.png"
             if methods_plot(task, board, path):
                 written.append(f"plots/{path.name}")
-    return written
+    return by_task
