@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from benchmarks.compare_api_loglikelihood import QUERIES
 from harness.errors import HarnessError
 from harness.models import ModelSpec
 from harness.requests import GenerateRequest, LoglikelihoodQuery, NextTokenQuery, SampleWordsRequest
@@ -22,16 +23,6 @@ from plugins.openai_api.adapter import OpenAIAdapter
 from plugins.openai_api.echo import EchoLogprobs, continuation_logprobs
 
 TOKEN_TOLERANCE = 0.15
-
-QUERIES = [
-    LoglikelihoodQuery("The capital of France is", " Paris"),
-    LoglikelihoodQuery("One, two, three,", " four, five"),
-    LoglikelihoodQuery("She opened the door and", " walked into the room."),
-    LoglikelihoodQuery("The cat sat on the", " mat"),
-    # " 4" is " " then "4"; " " shares its text with other tokens in the server's alternatives (a collision).
-    LoglikelihoodQuery("Question: What is 2+2?\nAnswer:", " 4"),
-    LoglikelihoodQuery("Question: What is 2+2?\nAnswer: ", "4"),
-]
 
 
 def adapter(url: str, cache: Path, **args: str) -> OpenAIAdapter:
