@@ -13,6 +13,7 @@ from harness.hookspecs import hookimpl
 def register_models(register: Callable[[str, Any], None]) -> None:
     register("hf", "plugins.hf.adapter:HFAdapter")
     register("openai", "plugins.openai_api.adapter:OpenAIAdapter")
+    register("mock", "plugins.mock.adapter:MockAdapter")
 
 
 @hookimpl

@@ -1,0 +1,204 @@
+"""``--model mock:NAME``: a fake model that answers every request kind deterministically from its seed.
+
+Why it exists: the runner, the response store, resuming, re-scoring, every scorer and the leaderboard can be
+tested in seconds instead of minutes of a real model. Its answers are NOT a language model's: words and texts are
+drawn from a Zipf distribution over the input's own words and a fixed list of common English words, and
+log-probabilities and representation vectors are hashes of the text. They are a function of the request alone
+(its seed, its texts, its decoding settings) and of the ``--model-args``, so a run, a resumed run and a run with
+other block sizes give identical results, on every platform. Never report a number computed with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.models import ModelAdapter, ModelSpec
+from harness.options import Option, Options, one_of, open_unit_float, positive_float, positive_int
+from harness.requests import (
+    DecodingConfig,
+    GenerateRequest,
+    GenerateResponse,
+    LoglikelihoodAnswer,
+    LoglikelihoodQuery,
+    NextTokenAnswer,
+    NextTokenQuery,
+    SampleWordsRequest,
+    SampleWordsResponse,
+    SimilarityAnswer,
+    SimilarityQuery,
+)
+
+#: Words every mock answer can use besides the input's own words (most frequent first).
+COMMON_WORDS: tuple[str, ...] = (
+    "the", "a", "of", "and", "to", "in", "is", "was", "that", "it", "for", "on", "with", "as", "he", "she",
+    "they", "be", "at", "by", "this", "had", "not", "are", "but", "from", "or", "have", "an", "which", "one",
+    "you", "were", "her", "all", "their", "there", "been", "has", "when", "who", "will", "more", "no", "if",
+    "out", "so", "said", "what", "up", "its", "about", "into", "than", "them", "can", "only", "other", "new",
+    "some", "could", "time", "these", "two", "may", "then", "do", "first", "any", "my", "now", "such", "like",
+)
+
+MOCK_OPTIONS = Options(
+    Option("block_size", positive_int, 4, "instances the runner hands over at once (exercises fixed blocks)"),
+    Option("zipf", positive_float, 1.1, "Zipf exponent of the word distribution at temperature 1"),
+    Option("input_words", positive_int, 8, "how many of the input's last distinct words lead the vocabulary"),
+    Option("reject_rate", open_unit_float, 0.01, "share of sample_words samples rejected as truncated"),
+    Option("dim", positive_int, 16, "size of the hashed representation vectors (similarity)"),
+    Option("max_words", positive_int, 12, "longest generated text, in words"),
+    Option("label_tokens", one_of("words", "chars"), "words", "how next_token candidates count tokens"),
+)
+
+_WORD = re.compile(r"[a-z]+")
+_TOKEN = re.compile(r"\s*\S+")
+
+
+def _unit(*parts: object) -> float:
+    """A float in [0, 1) that is a stable function of ``parts`` (sha256, not Python's salted ``hash``)."""
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def _rng(*parts: object) -> np.random.Generator:
+    digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
+    return np.random.default_rng(int.from_bytes(digest[:8], "big"))
+
+
+class MockAdapter(ModelAdapter):
+    """Deterministic answers to ``sample_words``, ``generate``, ``loglikelihood``, ``next_token`` and
+    ``similarity`` (the module docstring says how)."""
+
+    supported_requests: ClassVar[frozenset[str]] = frozenset(
+        {"sample_words", "generate", "loglikelihood", "next_token", "similarity"}
+    )
+    options: ClassVar[Options] = MOCK_OPTIONS
+
+    def __init__(self, spec: ModelSpec) -> None:
+        super().__init__(spec)
+        self.settings = MOCK_OPTIONS.parse(spec.args, f"--model-args for {spec.label}")
+        self.group_size = int(self.settings["block_size"])
+
+    # ------------------------------------------------------------------ words and texts
+    def _vocabulary(self, text: str) -> list[str]:
+        """The input's last distinct words (most recent first), then the common words not among them."""
+        own: list[str] = []
+        for word in reversed(_WORD.findall(text.lower())):
+            if word not in own:
+                own.append(word)
+            if len(own) == self.settings["input_words"]:
+                break
+        return own + [w for w in COMMON_WORDS if w not in own]
+
+    def _weights(self, n_words: int, decoding: DecodingConfig) -> np.ndarray:
+        """Zipf weights sharpened by temperature, then cut by top-k and top-p as a sampler would cut them."""
+        ranks = np.arange(1, n_words + 1, dtype=np.float64)
+        weights = ranks ** (-self.settings["zipf"] / decoding.temperature)
+        weights /= weights.sum()
+        if decoding.top_k:
+            weights[decoding.top_k :] = 0.0
+        if decoding.top_p < 1:
+            keep = int(np.searchsorted(np.cumsum(weights), decoding.top_p) + 1)
+            weights[keep:] = 0.0
+        return weights / weights.sum()
+
+    def sample_words_many(self, requests: list[SampleWordsRequest]) -> list[SampleWordsResponse]:
+        return [self._sample_words(r) for r in requests]
+
+    def _sample_words(self, request: SampleWordsRequest) -> SampleWordsResponse:
+        rng = _rng("sample_words", request.seed)
+        vocabulary = self._vocabulary(request.context)
+        weights = self._weights(len(vocabulary), DecodingConfig(temperature=request.temperature))
+        rejected = int(rng.binomial(request.n, self.settings["reject_rate"]))
+        drawn = rng.choice(len(vocabulary), size=request.n - rejected, p=weights)
+        counts: dict[str, int] = {}
+        for index in drawn.tolist():
+            counts[vocabulary[index]] = counts.get(vocabulary[index], 0) + 1
+        return SampleWordsResponse(
+            counts=counts,
+            n_requested=request.n,
+            rejected={"truncated": rejected} if rejected else {},
+            tokens_evaluated=len(request.context.split()) + 2 * request.n,
+        )
+
+    def generate_many(self, requests: list[GenerateRequest]) -> list[GenerateResponse]:
+        return [self._generate(r) for r in requests]
+
+    def _generate(self, request: GenerateRequest) -> GenerateResponse:
+        shown = request.source or (
+            " ".join(text for _, text in request.messages) if request.chat and request.messages else request.prompt
+        )
+        vocabulary = self._vocabulary(shown)
+        weights = self._weights(len(vocabulary), request.decoding)
+        rng = _rng("generate", request.seed, request.decoding.label)
+        cap = min(request.max_new_tokens, self.settings["max_words"])
+        texts: list[str] = []
+        reasons: list[str] = []
+        n_tokens: list[int] = []
+        for _ in range(request.n):
+            length = int(rng.integers(1, cap + 1))
+            words = [vocabulary[i] for i in rng.choice(len(vocabulary), size=length, p=weights).tolist()]
+            text = " " + " ".join(words) + "."
+            reason = "length" if length == request.max_new_tokens else "eos"
+            for stop in request.stop:
+                if stop in text:
+                    text, reason = text[: text.index(stop)], "stop"
+            texts.append(text)
+            reasons.append(reason)
+            n_tokens.append(length + (reason != "length"))
+        return GenerateResponse(
+            texts=texts,
+            finish_reasons=reasons,
+            n_tokens=n_tokens,
+            tokens_evaluated=len(shown.split()) + sum(n_tokens),
+        )
+
+    # ------------------------------------------------------------------ scores and vectors
+    def loglikelihood_many(self, queries: list[LoglikelihoodQuery]) -> list[LoglikelihoodAnswer]:
+        answers = []
+        for query in queries:
+            context = query.context.rstrip()
+            continuation = query.context[len(context) :] + query.continuation
+            tokens = _TOKEN.findall(continuation) or [continuation]
+            logprobs = [-(0.1 + 6.0 * _unit("ll", context, tokens[:i], tok)) for i, tok in enumerate(tokens)]
+            answers.append(LoglikelihoodAnswer(logprobs, tokens))
+        return answers
+
+    def next_token_many(self, queries: list[NextTokenQuery]) -> list[NextTokenAnswer]:
+        answers = []
+        for query in queries:
+            scores = [-(0.1 + 6.0 * _unit("next", query.context, c)) for c in query.candidates]
+            # Normalised over the candidates, so the label probabilities of one prompt sum to at most 1.
+            top = max(scores)
+            norm = top + math.log(sum(math.exp(s - top) for s in scores) + math.exp(-0.5))
+            split = (lambda c: len(c.split()) or 1) if self.settings["label_tokens"] == "words" else len
+            answers.append(
+                NextTokenAnswer(
+                    [s - norm for s in scores],
+                    [c.split()[0] if c.split() else c for c in query.candidates],
+                    [split(c) for c in query.candidates],
+                )
+            )
+        return answers
+
+    def _vector(self, text: str) -> np.ndarray:
+        return _rng("vector", text).standard_normal(self.settings["dim"])
+
+    def similarity_many(self, queries: list[SimilarityQuery]) -> list[SimilarityAnswer]:
+        answers = []
+        for query in queries:
+            prompt = self._vector(query.prompt)
+            cosines = []
+            for option in query.options:
+                vec = self._vector(option)
+                cosines.append(float(prompt @ vec / (np.linalg.norm(prompt) * np.linalg.norm(vec))))
+            answers.append(SimilarityAnswer(cosines))
+        return answers
+
+    def info(self) -> dict[str, Any]:
+        return {"kind": self.spec.kind, "name": self.spec.name, "settings": dict(self.settings)}
+
+    def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,144 @@
+"""The fixed set of runs whose outputs must not change when the code is reorganised, and how to compare them.
+
+Why: a refactoring of the runner, the request kinds or an adapter must leave every number the harness writes
+byte-identical. ``snapshot(model, root)`` runs the same commands every time (Provo and provo-paper with
+``--limit 32``, asset-valid and dailydialog-pp with ``--limit 8`` and two decoders, pragmatics-mcq with
+``--limit 5``, the human-only runs of the same tasks, ``harness score`` of the Provo run with one scorer added,
+and the leaderboard of them all) and returns every output file with its volatile keys (date, timing) removed.
+
+The fast test (``tests/test_snapshot.py``) runs it on the mock adapter against the files in
+``tests/fixtures/snapshot/``; the real-model comparison is run by hand, before and after a change::
+
+    python tests/snapshot.py --model hf:smollm2-135m --out /tmp/before   # on the old commit
+    python tests/snapshot.py --model hf:smollm2-135m --out /tmp/after    # on the new one
+    python tests/snapshot.py --compare /tmp/before /tmp/after
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from contextlib import chdir, redirect_stdout
+from io import StringIO
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from harness.cli import main as harness  # noqa: E402
+from harness.results import VOLATILE_KEYS  # noqa: E402
+
+#: What snapshot() writes under ``root/normalised``: one file per output, named by its path.
+CLOZE = ["--limit", "32"]
+GENERATION = ["--limit", "8", "--task-args", "n_samples=5,max_new_tokens=24,decoding=ancestral;top_p=0.9"]
+CHOICE = ["--limit", "5"]
+
+
+def commands(model: str, model_args: str | None) -> list[list[str]]:
+    """The runs, in order; output directories are relative to the snapshot root."""
+    m = ["--model", model, "--device", "cpu"] + (["--model-args", model_args] if model_args else [])
+    return [
+        ["run", "--tasks", "provo", *m, *CLOZE, "--task-args", "n_samples=1000", "--output-dir", "provo"],
+        ["run", "--tasks", "provo-paper", *m, *CLOZE, "--output-dir", "provo-paper"],
+        ["run", "--tasks", "asset-valid", *m, *GENERATION, "--output-dir", "asset"],
+        ["run", "--tasks", "dailydialog-pp", *m, *GENERATION, "--output-dir", "dialog"],
+        ["run", "--tasks", "pragmatics-mcq", *m, *CHOICE, "--output-dir", "mcq"],
+        ["run", "--tasks", "provo,provo-paper", "--human-only", *CLOZE, "--output-dir", "human-cloze"],
+        ["run", "--tasks", "asset-valid,dailydialog-pp", "--human-only", "--limit", "8", "--output-dir", "human-gen"],
+        ["run", "--tasks", "pragmatics-mcq", "--human-only", *CHOICE, "--output-dir", "human-mcq"],
+        ["score", "provo", "--scorers", "+entropy", "--output-dir", "provo-rescored"],
+        ["leaderboard", "provo", "provo-paper", "asset", "dialog", "mcq", "human-cloze", "human-gen", "human-mcq",
+         "-o", "board", "--no-plots"],
+    ]
+
+
+def _run_dirs(root: Path, out: str) -> list[Path]:
+    return sorted(p.parent for p in (root / out).glob("*/results.json")) or [root / out]
+
+
+def _fix_commands(root: Path, model: str, model_args: str | None) -> list[list[str]]:
+    """``score`` and ``leaderboard`` take run directories: fill in the model's slug, found after the runs."""
+    fixed = []
+    for cmd in commands(model, model_args):
+        if cmd[0] == "score":
+            cmd = ["score", str(_run_dirs(root, cmd[1])[0].relative_to(root)), *cmd[2:]]
+        elif cmd[0] == "leaderboard":
+            end = cmd.index("-o")
+            dirs = [str(d.relative_to(root)) for out in cmd[1:end] for d in _run_dirs(root, out)]
+            cmd = ["leaderboard", *dirs, *cmd[end:]]
+        fixed.append(cmd)
+    return fixed
+
+
+def normalise(path: Path) -> str:
+    """A file's text with the keys that change from run to run removed."""
+    if path.name.startswith("results") and path.suffix == ".json":
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for key in VOLATILE_KEYS:
+            data.pop(key, None)
+        data.pop("library_versions", None)
+        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    return path.read_text(encoding="utf-8")
+
+
+def snapshot(model: str, root: Path, data_dir: Path, model_args: str | None = None) -> dict[str, str]:
+    """Run every command under ``root``; returns ``{relative path: normalised text}`` of every output."""
+    root.mkdir(parents=True, exist_ok=True)
+    os.environ.setdefault("HARNESS_NO_PROGRESS", "1")
+    with chdir(root):
+        n_runs = sum(1 for c in commands(model, model_args) if c[0] == "run")
+        for i, cmd in enumerate(commands(model, model_args)):
+            if i >= n_runs:
+                cmd = _fix_commands(root, model, model_args)[i]
+            if cmd[0] == "run" or cmd[0] == "score":
+                cmd = [*cmd, "--data-dir", str(data_dir)]
+            with redirect_stdout(StringIO()):
+                code = harness(cmd)
+            if code != 0:
+                raise RuntimeError(f"harness {' '.join(cmd)} exited with {code}")
+    return collect(root)
+
+
+def collect(root: Path) -> dict[str, str]:
+    outputs: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] == "normalised" or not path.is_file():
+            continue
+        if path.suffix in (".json", ".jsonl") and path.parent.name != "api-cache":
+            outputs[str(rel)] = normalise(path)
+    return outputs
+
+
+def compare(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """What differs: files missing on one side, and files whose normalised text differs."""
+    problems = [f"only before: {k}" for k in sorted(set(before) - set(after))]
+    problems += [f"only after: {k}" for k in sorted(set(after) - set(before))]
+    problems += [f"differs: {k}" for k in sorted(set(before) & set(after)) if before[k] != after[k]]
+    return problems
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", default="mock:snapshot")
+    parser.add_argument("--model-args")
+    parser.add_argument("--out", type=Path, help="snapshot root to run in")
+    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("HARNESS_DATA_DIR", REPO.parent / "shared" / "data")))
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    args = parser.parse_args(argv)
+    if args.compare:
+        problems = compare(collect(args.compare[0]), collect(args.compare[1]))
+        print("\n".join(problems) or f"identical: {len(collect(args.compare[0]))} files")
+        return 1 if problems else 0
+    if args.out is None:
+        parser.error("--out is required unless --compare is given")
+    outputs = snapshot(args.model, args.out, args.data_dir.resolve(), args.model_args)
+    print(f"{len(outputs)} output files under {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
