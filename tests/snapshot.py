@@ -3,7 +3,7 @@
 Why: a refactoring of the runner, the request kinds or an adapter must leave every number the harness writes
 byte-identical. ``snapshot(model, root)`` runs the same commands every time (Provo and provo-paper with
 ``--limit 32``, asset-valid and dailydialog-pp with ``--limit 8`` and two decoders, pragmatics-mcq with
-``--limit 5``, the human-only runs of the same tasks, ``harness score`` of the Provo run with one scorer added,
+``--limit 5``, the human-only runs of the same tasks, ``harness score`` of the Provo run with one scorer removed and a scorer argument changed,
 and the leaderboard of them all) and returns every output file with its volatile keys (date, timing) removed.
 
 The fast test (``tests/test_snapshot.py``) runs it on the mock adapter against the files in
@@ -49,7 +49,7 @@ def commands(model: str, model_args: str | None) -> list[list[str]]:
         ["run", "--tasks", "provo,provo-paper", "--human-only", *CLOZE, "--output-dir", "human-cloze"],
         ["run", "--tasks", "asset-valid,dailydialog-pp", "--human-only", "--limit", "8", "--output-dir", "human-gen"],
         ["run", "--tasks", "pragmatics-mcq", "--human-only", *CHOICE, "--output-dir", "human-mcq"],
-        ["score", "provo", "--scorers", "+entropy", "--output-dir", "provo-rescored"],
+        ["score", "provo", "--scorers", "-top1", "--task-args", "ece.n_bins=15", "--output-dir", "provo-rescored"],
         ["leaderboard", "provo", "provo-paper", "asset", "dialog", "mcq", "human-cloze", "human-gen", "human-mcq",
          "-o", "board", "--no-plots"],
     ]
