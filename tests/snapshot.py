@@ -49,7 +49,7 @@ def commands(model: str, model_args: str | None) -> list[list[str]]:
         ["run", "--tasks", "provo,provo-paper", "--human-only", *CLOZE, "--output-dir", "human-cloze"],
         ["run", "--tasks", "asset-valid,dailydialog-pp", "--human-only", "--limit", "8", "--output-dir", "human-gen"],
         ["run", "--tasks", "pragmatics-mcq", "--human-only", *CHOICE, "--output-dir", "human-mcq"],
-        ["score", "provo", "--scorers", "-top1", "--task-args", "ece.n_bins=15", "--output-dir", "provo-rescored"],
+        ["score", "provo", "--scorers=-top1", "--task-args", "ece.n_bins=15", "--output-dir", "provo-rescored"],
         ["leaderboard", "provo", "provo-paper", "asset", "dialog", "mcq", "human-cloze", "human-gen", "human-mcq",
          "-o", "board", "--no-plots"],
     ]
