@@ -12,11 +12,15 @@ The fast test (``tests/test_snapshot.py``) runs it on the mock adapter against t
     python tests/snapshot.py --model hf:smollm2-135m --out /tmp/before   # on the old commit
     python tests/snapshot.py --model hf:smollm2-135m --out /tmp/after    # on the new one
     python tests/snapshot.py --compare /tmp/before /tmp/after
+
+A change that is meant to change outputs regenerates the fixture with ``python tests/snapshot.py --out DIR
+--save-fixture`` and says why in its commit.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import sys
@@ -121,6 +125,20 @@ def compare(before: dict[str, str], after: dict[str, str]) -> list[str]:
     return problems
 
 
+#: The mock adapter's snapshot, the reference ``tests/test_snapshot.py`` compares with.
+FIXTURE = REPO / "tests" / "fixtures" / "snapshot-mock.json.gz"
+
+
+def save_fixture(outputs: dict[str, str], path: Path = FIXTURE) -> None:
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
+        f.write(json.dumps(outputs, sort_keys=True, ensure_ascii=False).encode("utf-8"))
+
+
+def load_fixture(path: Path = FIXTURE) -> dict[str, str]:
+    with gzip.open(path, "rb") as f:
+        return dict(json.loads(f.read().decode("utf-8")))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--model", default="mock:snapshot")
@@ -128,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="snapshot root to run in")
     parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("HARNESS_DATA_DIR", REPO.parent / "shared" / "data")))
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
+    parser.add_argument(
+        "--save-fixture", action="store_true", help=f"write the outputs to {FIXTURE.relative_to(REPO)} (mock only)"
+    )
     args = parser.parse_args(argv)
     if args.compare:
         problems = compare(collect(args.compare[0]), collect(args.compare[1]))
@@ -137,6 +158,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--out is required unless --compare is given")
     outputs = snapshot(args.model, args.out, args.data_dir.resolve(), args.model_args)
     print(f"{len(outputs)} output files under {args.out}")
+    if args.save_fixture:
+        if not args.model.startswith("mock:"):
+            parser.error("--save-fixture: the fixture is the mock adapter's snapshot")
+        save_fixture(outputs)
     return 0
 
 
