@@ -9,11 +9,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from harness import __version__
 from harness.errors import HarnessError, TaskConfigError
 from harness.models import ModelSpec
+from harness.options import Options, parse_key_values
 from harness.plugins import get_registry
 from harness.rescoring import rescore
 from harness.results import format_table
@@ -26,14 +28,7 @@ def parse_model(text: str, model_args: str | None, device: str, batch_size: str)
     kind, sep, name = text.partition(":")
     if not sep or not kind or not name:
         raise HarnessError(f"--model: expected KIND:NAME (e.g. hf:smollm2-135m), got '{text}'")
-    args: dict[str, str] = {}
-    for item in (model_args or "").split(","):
-        if not item.strip():
-            continue
-        key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise HarnessError(f"--model-args: expected key=value, got '{item}'")
-        args[key.strip()] = value.strip()
+    args = parse_key_values(model_args, "--model-args")
     return ModelSpec(kind=kind, name=name, args=args, device=device, batch_size=batch_size)
 
 
@@ -89,8 +84,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-plots", action="store_true", help="write no PNG figures (the page then shows none)")
 
-    p = sub.add_parser("ls", help="list registered tasks, scorers, model kinds, loaders or answer classifiers")
-    p.add_argument("what", choices=("tasks", "scorers", "models", "loaders", "classifiers"))
+    p = sub.add_parser("ls", help="list registered tasks, scorers, model kinds, loaders, classifiers or request kinds")
+    p.add_argument("what", choices=LISTABLE)
+    p.add_argument(
+        "--options", action="store_true", help="also print each one's options: name, type, default and help"
+    )
 
     p = sub.add_parser("validate", help="check task YAML files against the schema and the installed plugins")
     p.add_argument("files", nargs="+")
@@ -147,6 +145,25 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     return 0
 
 
+LISTABLE = ("tasks", "scorers", "models", "loaders", "classifiers", "kinds")
+
+
+def _options_of(what: str, name: str) -> Options:
+    """The options a registered object takes: a task's request parameters (with the task file's values as
+    defaults), a scorer's or classifier's arguments, a model's ``--model-args``, a loader's data options."""
+    registry = get_registry()
+    if what == "tasks":
+        config = load_task_file(Path(str(registry.tasks[name].obj)))
+        params = registry.kind(config.request).params
+        return Options(*(replace(o, default=config.params.get(o.name, o.default)) for o in params))
+    if what == "kinds":
+        return registry.kind(name).params
+    if what == "models":
+        return registry.model(name).options
+    obj = {"scorers": registry.scorers, "loaders": registry.loaders, "classifiers": registry.classifiers}[what][name]
+    return getattr(obj.obj, "options", None) or Options()
+
+
 def cmd_ls(args: argparse.Namespace) -> int:
     registry = get_registry()
     table = {
@@ -155,9 +172,13 @@ def cmd_ls(args: argparse.Namespace) -> int:
         "models": registry.models,
         "loaders": registry.loaders,
         "classifiers": registry.classifiers,
+        "kinds": registry.kinds,
     }
     for name, reg in sorted(table[args.what].items()):
         print(f"{name}\t{reg.plugin}")
+        if args.options:
+            for line in _options_of(args.what, name).describe() or ["(no options)"]:
+                print(f"    {line}")
     return 0
 
 

@@ -6,9 +6,10 @@ Order of precedence for the data root: ``--data-dir``, then ``HARNESS_DATA_DIR``
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -16,6 +17,7 @@ from typing import Any, Protocol
 import platformdirs
 
 from harness.instances import Instance
+from harness.options import Options
 
 DATA_DIR_ENV = "HARNESS_DATA_DIR"
 OFFLINE_ENV = "HARNESS_OFFLINE"
@@ -35,6 +37,37 @@ class Loader(Protocol):
     """A data loader: ``options`` is the task YAML's ``data`` mapping; ``data_dir`` the resolved data root."""
 
     def __call__(self, options: Mapping[str, Any], data_dir: Path) -> LoadedData: ...
+
+
+def takes_options(
+    options: Options, *, name: str | None = None
+) -> Callable[[Callable[[Mapping[str, Any], Path], LoadedData]], Loader]:
+    """Declare a loader's options and check them before it runs.
+
+    The decorated loader has ``options`` (for ``harness ls loaders --options``); when called, it first checks the
+    given mapping with ``options.parse`` (an unknown key or a bad value is a one-line ``OptionError`` naming the
+    option, ``data options of loader 'provo': unknown option 'text_id' (accepted: ...)``), then calls the loader
+    with the mapping as given, so the loader applies its own defaults and records what it was given. ``name`` is
+    the loader's name in messages (default: the function's name without ``load_``)::
+
+        @takes_options(Options(Option("path", text, "provo", "folder under the data root")))
+        def load_provo(options, data_dir): ...
+    """
+
+    declared = options
+
+    def decorate(loader: Callable[[Mapping[str, Any], Path], LoadedData]) -> Loader:
+        where = f"data options of loader '{name or loader.__name__.removeprefix('load_')}'"
+
+        def checked(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+            declared.parse(options, where)
+            return loader(options, data_dir)
+
+        functools.update_wrapper(checked, loader)
+        checked.options = declared  # type: ignore[attr-defined]
+        return checked
+
+    return decorate
 
 
 def default_cache_dir() -> Path:

@@ -1,24 +1,42 @@
 """The plugin hooks. Every extension point of the harness is one of these register-callback hooks.
 
-A plugin is a module with functions named like the hooks below, decorated with ``harness.hookimpl``; each gets a
-``register`` callback and calls it once per thing it provides. Built-ins are registered through exactly these
-hooks (``plugins/builtin.py``, ``scorers/builtin.py``), and third-party packages are found through the
-entry-point group ``harness``. ``docs/plugins.md`` documents every hook; a test keeps the two in step.
+A plugin is a module with functions named like the hooks below, decorated with ``harness.api.hookimpl``; each
+gets a ``register`` callback and calls it once per thing it provides. Built-ins are registered through exactly
+these hooks (``plugins/builtin.py``, ``scorers/builtin.py``), and third-party packages are found through the
+entry-point group ``harness``. ``docs/plugins.md`` documents every hook with its signature; a test keeps the two
+in step.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from importlib.resources.abc import Traversable
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pluggy
+
+if TYPE_CHECKING:
+    from harness.classifiers import AnswerClassifier
+    from harness.data import Loader
+    from harness.kinds.base import RequestKind
+    from harness.models import ModelAdapter
+    from harness.scoring import Scorer
 
 hookspec = pluggy.HookspecMarker("harness")
 hookimpl = pluggy.HookimplMarker("harness")
 
+#: The callback each hook gets, one type per hook.
+RegisterTask = Callable[["str | Path | Traversable"], None]
+RegisterScorer = Callable[["type[Scorer]"], None]
+RegisterModel = Callable[["str", "type[ModelAdapter] | str"], None]
+RegisterLoader = Callable[["str", "Loader"], None]
+RegisterClassifier = Callable[["type[AnswerClassifier]"], None]
+RegisterRequestKind = Callable[["type[RequestKind]"], None]
+
 
 @hookspec
-def register_tasks(register: Callable[[Any], None]) -> None:
+def register_tasks(register: RegisterTask) -> None:
     """Register task definitions.
 
     Call ``register(path)`` with the path of a task YAML file (``str`` or ``pathlib.Path``; an
@@ -28,41 +46,67 @@ def register_tasks(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_scorers(register: Callable[[Any], None]) -> None:
+def register_scorers(register: RegisterScorer) -> None:
     """Register scorers.
 
-    Call ``register(scorer_class)`` with a subclass of ``harness.scoring.Scorer``; its ``name`` class attribute
-    is the name task YAML files use in ``scorers:``.
+    Call ``register(scorer_class)`` with a subclass of ``harness.api.Scorer`` (or ``harness.api.ArgsScorer``,
+    which checks its ``options``); its ``name`` class attribute is the name task YAML files use in ``scorers:``.
     """
 
 
 @hookspec
-def register_models(register: Callable[[str, Any], None]) -> None:
+def register_models(register: RegisterModel) -> None:
     """Register model adapters.
 
     Call ``register(kind, adapter_class)`` where ``kind`` is the part before the colon in ``--model KIND:NAME``
-    and ``adapter_class`` is a subclass of ``harness.models.ModelAdapter``, constructed with a
-    ``harness.models.ModelSpec``. Its ``supported_requests`` are checked against the tasks before it is built.
-    ``adapter_class`` may also be an import string ``"package.module:ClassName"``, imported only when that kind is
-    used, so that listing plugins does not import heavy libraries such as torch.
+    and ``adapter_class`` is a subclass of ``harness.api.ModelAdapter``, constructed with a
+    ``harness.api.ModelSpec``. Its ``supported_requests`` are checked against the tasks before it is built, and
+    its ``options`` describe its ``--model-args``. ``adapter_class`` may also be an import string
+    ``"package.module:ClassName"``, imported only when that kind is used, so that listing plugins does not import
+    heavy libraries such as torch.
     """
 
 
 @hookspec
-def register_loaders(register: Callable[[str, Any], None]) -> None:
+def register_loaders(register: RegisterLoader) -> None:
     """Register data loaders.
 
-    Call ``register(name, loader)`` where ``loader(options, data_dir) -> harness.data.LoadedData`` reads a data
+    Call ``register(name, loader)`` where ``loader(options, data_dir) -> harness.api.LoadedData`` reads a data
     set's release format into normalised instances. ``options`` is the task YAML's ``data`` mapping and
     ``data_dir`` the resolved data root (``--data-dir``, ``HARNESS_DATA_DIR`` or the user cache directory).
+    Decorate the loader with ``harness.api.takes_options(Options(...))`` so unknown options are rejected.
     """
 
 
 @hookspec
-def register_answer_classifiers(register: Callable[[Any], None]) -> None:
+def register_answer_classifiers(register: RegisterClassifier) -> None:
     """Register answer classifiers, which map a free-generation answer to one of an item's options.
 
-    Call ``register(classifier_class)`` with a subclass of ``scorers.choice.classify.AnswerClassifier``; its
-    ``name`` class attribute is what the free-generation scorer's ``classifier`` argument takes, and the scorer's
+    Call ``register(classifier_class)`` with a subclass of ``harness.api.AnswerClassifier``; its ``name`` class
+    attribute is what the free-generation scorer's ``classifier`` argument takes, and the scorer's
     ``classifier_args`` are passed to its constructor.
     """
+
+
+@hookspec
+def register_request_kinds(register: RegisterRequestKind) -> None:
+    """Register request kinds.
+
+    Call ``register(kind_class)`` with a subclass of ``harness.api.RequestKind``; its ``name`` is what a task
+    YAML names in ``request:`` (when it has an ``instance_type``) and what adapters list in
+    ``supported_requests``. The kind owns its task parameters, request building, the batched adapter method that
+    answers it (``<name>_many``), reading stored responses, and its part of the run summary.
+    """
+
+
+#: Every hook, in the order the registry calls them (request kinds first: tasks are checked against them).
+HOOKS: tuple[str, ...] = (
+    "register_request_kinds",
+    "register_tasks",
+    "register_scorers",
+    "register_models",
+    "register_loaders",
+    "register_answer_classifiers",
+)
+
+__all__ = ["HOOKS", "hookimpl", "hookspec"]

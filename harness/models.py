@@ -11,17 +11,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from harness.options import Options
 from harness.requests import (
     GenerateRequest,
     GenerateResponse,
-    LoglikelihoodAnswer,
-    LoglikelihoodQuery,
-    NextTokenAnswer,
-    NextTokenQuery,
+    LoglikelihoodResponse,
+    LoglikelihoodRequest,
+    NextTokenResponse,
+    NextTokenRequest,
     SampleWordsRequest,
     SampleWordsResponse,
-    SimilarityAnswer,
-    SimilarityQuery,
+    SimilarityResponse,
+    SimilarityRequest,
 )
 
 
@@ -46,8 +47,11 @@ class ModelSpec:
 class ModelAdapter(ABC):
     """Base class for model adapters registered through the ``register_models`` hook."""
 
-    #: Request kinds this adapter answers (see ``harness.requests.REQUEST_KINDS``).
+    #: Request kinds this adapter answers (see ``harness.kinds``). Each kind is answered through one batched
+    #: method named after it (``<kind>_many``), which gets a list of requests and returns one response each.
     supported_requests: ClassVar[frozenset[str]] = frozenset()
+    #: The ``--model-args`` this adapter takes (``harness ls models --options`` prints them).
+    options: ClassVar[Options] = Options()
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
@@ -73,30 +77,25 @@ class ModelAdapter(ABC):
         """Provenance written to ``results.json``: resolved path or revision, dtype, device."""
         return {"kind": self.spec.kind, "name": self.spec.name}
 
-    def sample_words(self, request: SampleWordsRequest) -> SampleWordsResponse:
+    def sample_words_many(self, requests: list[SampleWordsRequest]) -> list[SampleWordsResponse]:
+        """Next words for each request, in order (``sample_words``). The runner hands over a fixed block of
+        ``group_size`` requests, so an adapter may share work between them."""
         raise NotImplementedError(f"model {self.spec.label} does not answer sample_words requests")
 
-    def sample_words_many(self, requests: list[SampleWordsRequest]) -> list[SampleWordsResponse]:
-        """Answer several requests; adapters that can share work between them override this."""
-        return [self.sample_words(r) for r in requests]
-
-    def generate(self, request: GenerateRequest) -> GenerateResponse:
+    def generate_many(self, requests: list[GenerateRequest]) -> list[GenerateResponse]:
+        """``request.n`` samples for each request, in order (``generate``); adapters batch across prompts."""
         raise NotImplementedError(f"model {self.spec.label} does not answer generate requests")
 
-    def generate_many(self, requests: list[GenerateRequest]) -> list[GenerateResponse]:
-        """Answer several requests; adapters that batch across prompts override this."""
-        return [self.generate(r) for r in requests]
-
-    def loglikelihood_many(self, queries: list[LoglikelihoodQuery]) -> list[LoglikelihoodAnswer]:
+    def loglikelihood_many(self, queries: list[LoglikelihoodRequest]) -> list[LoglikelihoodResponse]:
         """Token log-probabilities of each continuation after its context (``supported_requests``:
         ``loglikelihood``). Queries arrive grouped by item; adapters share work between equal contexts."""
         raise NotImplementedError(f"model {self.spec.label} does not answer loglikelihood queries")
 
-    def next_token_many(self, queries: list[NextTokenQuery]) -> list[NextTokenAnswer]:
+    def next_token_many(self, queries: list[NextTokenRequest]) -> list[NextTokenResponse]:
         """Log-probability of each candidate's first token after the context (``next_token``)."""
         raise NotImplementedError(f"model {self.spec.label} does not answer next_token queries")
 
-    def similarity_many(self, queries: list[SimilarityQuery]) -> list[SimilarityAnswer]:
+    def similarity_many(self, queries: list[SimilarityRequest]) -> list[SimilarityResponse]:
         """Cosine similarity of the model's representations of a prompt and of each option (``similarity``)."""
         raise NotImplementedError(f"model {self.spec.label} does not answer similarity queries")
 

@@ -134,7 +134,7 @@ def optional(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         return None if value is None else convert(value)
 
-    check.__doc__ = f"{convert.__name__} or null"
+    check.type_name = f"{Option('', convert, None).type_name()} or null"  # type: ignore[attr-defined]
     return check
 
 
@@ -150,6 +150,7 @@ def one_of(*choices: Any) -> Callable[[Any], Any]:
             return value
         raise ValueError(f"expected one of {', '.join(repr(c) for c in choices)}, got {value!r}")
 
+    check.type_name = " | ".join(str(c) for c in choices)  # type: ignore[attr-defined]
     return check
 
 
@@ -168,6 +169,8 @@ class Option:
     def type_name(self) -> str:
         if self.type:
             return self.type
+        if hasattr(self.convert, "type_name"):
+            return str(self.convert.type_name)
         return {
             "boolean": "bool",
             "integer": "int",

@@ -1,7 +1,8 @@
 """The plugin manager and the registry it fills.
 
 Built-in plugins are registered by module, third-party plugins through the ``harness`` entry-point group; both
-go through the same hooks, so a built-in is no different from a plugin anyone can write.
+go through the same hooks, so a built-in is no different from a plugin anyone can write. Each hook gets its own
+typed ``register`` function, which checks what it is given and records which plugin gave it.
 """
 
 from __future__ import annotations
@@ -10,18 +11,17 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import pluggy
 
 from harness import hookspecs
+from harness.classifiers import AnswerClassifier
 from harness.data import Loader
 from harness.errors import HarnessError
+from harness.kinds.base import RequestKind
 from harness.models import ModelAdapter
 from harness.scoring import Scorer
-
-if TYPE_CHECKING:
-    from scorers.choice.classify import AnswerClassifier
 
 ENTRY_POINT_GROUP = "harness"
 BUILTIN_PLUGINS = ("plugins.builtin", "scorers.builtin")
@@ -37,12 +37,20 @@ class Registered:
 
 @dataclass
 class Registry:
+    kinds: dict[str, Registered] = field(default_factory=dict)
     tasks: dict[str, Registered] = field(default_factory=dict)
     scorers: dict[str, Registered] = field(default_factory=dict)
     models: dict[str, Registered] = field(default_factory=dict)
     loaders: dict[str, Registered] = field(default_factory=dict)
     classifiers: dict[str, Registered] = field(default_factory=dict)
     plugins: list[dict[str, Any]] = field(default_factory=list)
+
+    def kind(self, name: str) -> RequestKind:
+        return self._get(self.kinds, name, "request kind").obj
+
+    def task_kinds(self) -> list[str]:
+        """The kinds a task YAML can name in ``request:``."""
+        return [name for name, entry in self.kinds.items() if entry.obj.is_task_kind]
 
     def scorer(self, name: str) -> type[Scorer]:
         return self._get(self.scorers, name, "scorer").obj
@@ -75,15 +83,57 @@ def _add(table: dict[str, Registered], name: str, obj: Any, plugin: str, what: s
     if not isinstance(name, str) or not name:
         raise HarnessError(f"plugin {plugin} registered a {what} without a name")
     if name in table and table[name].obj is not obj:
-        raise HarnessError(f"{what} '{name}' is registered twice: by {table[name].plugin} and by {plugin}")
+        same_class = type(table[name].obj) is type(obj) and isinstance(obj, RequestKind)
+        if not same_class:
+            raise HarnessError(f"{what} '{name}' is registered twice: by {table[name].plugin} and by {plugin}")
     table[name] = Registered(obj, plugin)
 
 
-def _task_name(path: Path) -> str:
-    """Read just the ``task`` field so tasks can be listed without validating every file."""
-    from harness.task_config import read_task_name
+def _subclass(obj: Any, base: type, plugin: str) -> type:
+    if not (isinstance(obj, type) and issubclass(obj, base)):
+        raise HarnessError(f"plugin {plugin} registered {obj!r}, which is not a {base.__name__} subclass")
+    return obj
 
-    return read_task_name(path)
+
+def _registrars(registry: Registry, plugin: str) -> dict[str, Callable[..., None]]:
+    """One typed register function per hook, for one plugin (so each registration is attributed to it)."""
+
+    def register_request_kind(kind_class: type[RequestKind]) -> None:
+        cls = _subclass(kind_class, RequestKind, plugin)
+        _add(registry.kinds, cls.name, cls(), plugin, "request kind")
+
+    def register_task(path: Any) -> None:
+        from harness.task_config import read_task_name
+
+        task_path = Path(str(path))
+        _add(registry.tasks, read_task_name(task_path), task_path, plugin, "task")
+
+    def register_scorer(scorer_class: type[Scorer]) -> None:
+        cls = _subclass(scorer_class, Scorer, plugin)
+        _add(registry.scorers, cls.name, cls, plugin, "scorer")
+
+    def register_model(kind: str, adapter: type[ModelAdapter] | str) -> None:
+        if not isinstance(adapter, str):
+            _subclass(adapter, ModelAdapter, plugin)
+        _add(registry.models, kind, adapter, plugin, "model kind")
+
+    def register_loader(name: str, loader: Loader) -> None:
+        if not callable(loader):
+            raise HarnessError(f"plugin {plugin} registered loader '{name}', which is not callable")
+        _add(registry.loaders, name, loader, plugin, "data loader")
+
+    def register_classifier(classifier_class: type[AnswerClassifier]) -> None:
+        cls = _subclass(classifier_class, AnswerClassifier, plugin)
+        _add(registry.classifiers, cls.name, cls, plugin, "answer classifier")
+
+    return {
+        "register_request_kinds": register_request_kind,
+        "register_tasks": register_task,
+        "register_scorers": register_scorer,
+        "register_models": register_model,
+        "register_loaders": register_loader,
+        "register_answer_classifiers": register_classifier,
+    }
 
 
 def _collect(pm: pluggy.PluginManager) -> Registry:
@@ -99,47 +149,11 @@ def _collect(pm: pluggy.PluginManager) -> Registry:
                 "hooks": sorted(h.name for h in pm.get_hookcallers(plugin) or []),
             }
         )
-
-    def caller(table: dict[str, Registered], what: str, impl: Any) -> Callable[..., None]:
-        plugin_name = pm.get_name(impl.plugin) or repr(impl.plugin)
-
-        def register(*args: Any) -> None:
-            if table is registry.tasks:
-                path = Path(str(args[0]))
-                _add(table, _task_name(path), path, plugin_name, what)
-            elif table is registry.scorers:
-                cls = args[0]
-                if not (isinstance(cls, type) and issubclass(cls, Scorer)):
-                    raise HarnessError(f"plugin {plugin_name} registered {cls!r}, which is not a Scorer subclass")
-                _add(table, cls.name, cls, plugin_name, what)
-            elif table is registry.classifiers:
-                # Imported lazily: the base class lives with the scorers, which import harness, not the reverse.
-                from scorers.choice.classify import AnswerClassifier
-
-                cls = args[0]
-                if not (isinstance(cls, type) and issubclass(cls, AnswerClassifier)):
-                    raise HarnessError(
-                        f"plugin {plugin_name} registered {cls!r}, which is not an AnswerClassifier subclass"
-                    )
-                _add(table, cls.name, cls, plugin_name, what)
-            else:
-                name, obj = args
-                _add(table, name, obj, plugin_name, what)
-
-        return register
-
-    hooks = (
-        ("register_tasks", registry.tasks, "task"),
-        ("register_scorers", registry.scorers, "scorer"),
-        ("register_models", registry.models, "model kind"),
-        ("register_loaders", registry.loaders, "data loader"),
-        ("register_answer_classifiers", registry.classifiers, "answer classifier"),
-    )
-    for hook_name, table, what in hooks:
+    for hook_name in hookspecs.HOOKS:
         hook = getattr(pm.hook, hook_name)
-        # Call each implementation with its own callback so registrations are attributed to their plugin.
         for impl in hook.get_hookimpls():
-            impl.function(register=caller(table, what, impl))
+            plugin_name = pm.get_name(impl.plugin) or repr(impl.plugin)
+            impl.function(register=_registrars(registry, plugin_name)[hook_name])
     return registry
 
 

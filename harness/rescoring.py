@@ -18,7 +18,6 @@ from harness.data import LoadedData, resolve_data_dir
 from harness.errors import HarnessError, TaskConfigError
 from harness.models import ModelSpec
 from harness.plugins import Registry, get_registry
-from harness.requests import MultipleChoiceResponse
 from harness.results import read_jsonl, read_results, samples_path, write_json
 from harness.runner import RunOptions, TaskRun, load_task_data, score_and_write
 from harness.task_config import TaskConfig, apply_overrides, validate
@@ -151,24 +150,12 @@ def _saved_responses(run: SavedRun, task: str, data: LoadedData) -> SavedRespons
     return saved
 
 
-def _check_answers(r: TaskRun, saved: SavedResponses) -> None:
-    """A multiple-choice scorer added at re-scoring time can only use queries the run asked."""
-    if r.task.config.request != "multiple_choice":
-        return
+def _check_answers(r: TaskRun, saved: SavedResponses, registry: Registry) -> None:
+    """The saved outputs must serve the scorers chosen now (a scorer added later may need requests never asked)."""
+    kind = registry.kind(r.task.config.request)
     for inst in r.data.instances:
-        if inst.id not in saved:
-            continue
-        answers = MultipleChoiceResponse.from_record(saved.get(inst.id)["response"])
-        seed = saved.get(inst.id)["seed"]
-        for scorer in r.task.scorers:
-            needed = scorer.queries(inst, r.task.config.params, seed)
-            have = answers.scoped(scorer.name)
-            absent = sorted(set(needed) - set(have))
-            if absent:
-                raise HarnessError(
-                    f"scorer '{scorer.name}' of task {r.name} needs answers the run did not ask for "
-                    f"(item {inst.id}: {absent[0]}); run the model again with this scorer in the task"
-                )
+        if inst.id in saved:
+            kind.check_saved(r.task.config, r.task.scorers, inst, saved.get(inst.id))
 
 
 def rescore(
@@ -216,7 +203,7 @@ def rescore(
         r = TaskRun(resolved, data)
         saved = _saved_responses(run, task, data)
         if not run.human_only:
-            _check_answers(r, saved)
+            _check_answers(r, saved, registry)
             r.store = saved
         task_runs.append(r)
 

@@ -24,8 +24,7 @@ from harness.errors import HarnessError
 from harness.models import ModelAdapter, ModelSpec
 from harness.plugins import Registry, get_registry
 from harness.progress import progress
-from harness.request_building import answer_many, build_request, response_from_record
-from harness.requests import MultipleChoiceResponse, add_usage
+from harness.requests import MultipleChoiceResponse
 from harness.results import (
     add_cost,
     library_versions,
@@ -126,26 +125,7 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     adapter_cls: type[ModelAdapter] | None = None
     if options.model is not None:
         adapter_cls = registry.model(options.model.kind)
-        able = [k for k in sorted(adapter_cls.supported_requests) if not adapter_cls.refusal(options.model, k)]
-        answers = ", ".join(able) or "nothing"
-        for t in tasks:
-            if t.config.request == "multiple_choice":
-                for scorer in t.scorers:
-                    for kind in sorted(scorer.query_kinds):
-                        why = adapter_cls.refusal(options.model, kind)
-                        if why:
-                            raise HarnessError(
-                                f"model {options.model.label} cannot answer the '{kind}' queries that scorer "
-                                f"'{scorer.name}' of task {t.config.task} needs: {why} (it answers: {answers}); "
-                                f"drop the scorer with another task file or use another model"
-                            )
-            else:
-                why = adapter_cls.refusal(options.model, t.config.request)
-                if why:
-                    raise HarnessError(
-                        f"model {options.model.label} cannot answer '{t.config.request}' requests needed by task "
-                        f"{t.config.task}: {why} (it answers: {answers})"
-                    )
+        _check_model_answers(adapter_cls, options.model, tasks, registry)
 
     data_dir, _ = resolve_data_dir(options.data_dir)
     out_dir = options.output_dir / run_slug(options.model)
@@ -196,6 +176,22 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     return results
 
 
+def _check_model_answers(
+    adapter_cls: type[ModelAdapter], model: ModelSpec, tasks: list[ResolvedTask], registry: Registry
+) -> None:
+    """Refuse, before the model loads, a task whose kind (or whose scorers' requests) the model cannot answer."""
+    able = [k for k in sorted(adapter_cls.supported_requests) if not adapter_cls.refusal(model, k)]
+    answers = ", ".join(able) or "nothing"
+    for t in tasks:
+        for need in registry.kind(t.config.request).needs(t.config, t.scorers):
+            why = adapter_cls.refusal(model, need.kind)
+            if why:
+                raise HarnessError(
+                    f"model {model.label} cannot answer the '{need.kind}' requests that {need.needed_by} needs: "
+                    f"{why} (it answers: {answers}){need.hint}"
+                )
+
+
 def _answer_missing(r: TaskRun, adapter: ModelAdapter | None, seed: int) -> None:
     """Ask for every instance not in the store, in fixed blocks of ``adapter.group_size`` instances.
 
@@ -214,10 +210,11 @@ def _answer_missing(r: TaskRun, adapter: ModelAdapter | None, seed: int) -> None
     todo = [block for block in blocks if any(inst.id not in store for inst in block)]
     start = time.perf_counter()
     desc = f"{r.name}: blocks of {size} instances"
+    kind = get_registry().kind(r.task.config.request)
     for block in progress(todo, total=len(todo), desc=desc, unit="block"):
         seeds = [derive_seed(seed, r.name, inst.id) for inst in block]
-        requests = [build_request(r.task.config, inst, s, r.task.scorers) for inst, s in zip(block, seeds, strict=True)]
-        records = answer_many(adapter, r.task.config.request, requests)
+        requests = [kind.build(r.task.config, inst, s, r.task.scorers) for inst, s in zip(block, seeds, strict=True)]
+        records = kind.answer(adapter, requests)
         for inst, inst_seed, record in zip(block, seeds, records, strict=True):
             if inst.id not in store:
                 store.append(inst.id, inst_seed, record)
@@ -325,8 +322,9 @@ def _score_task(
     r: TaskRun, seed: int
 ) -> tuple[dict[str, Metric], list[dict[str, Any]], dict[str, Any], dict[str, str], dict[str, Any]]:
     config = r.task.config
+    kind = get_registry().kind(config.request)
     records = [r.store.get(inst.id) if r.store is not None else None for inst in r.data.instances]
-    responses = [response_from_record(config.request, rec["response"]) if rec else None for rec in records]
+    responses = [kind.response_from_record(rec["response"]) if rec else None for rec in records]
     scorers, unavailable = _prepare_scorers(r, records, responses)
     per_scorer: dict[str, list[dict[str, Any]]] = {s.name: [] for s in scorers}
     samples: list[dict[str, Any]] = []
@@ -356,7 +354,7 @@ def _score_task(
         if record is not None:
             sample["seed"] = record["seed"]
             sample["response"] = record["response"]
-            _add_to_summary(summary, record["response"])
+            kind.summarize(summary, record["response"])
         samples.append(sample)
 
     metrics: dict[str, Metric] = {}
@@ -391,27 +389,3 @@ def _controls(r: TaskRun, metrics: dict[str, Metric], unavailable: dict[str, str
             if metric in metrics and control in metrics and metric != control:
                 pairs[metric] = control
     return pairs
-
-
-def _add_to_summary(summary: dict[str, Any], response: dict[str, Any]) -> None:
-    """Totals over responses: samples asked for, rejected by reason, token positions evaluated."""
-    for key in ("n_requested", "tokens_evaluated", "listed"):
-        if key in response:
-            summary[key] = summary.get(key, 0) + int(response[key])
-    if "usage" in response:
-        add_usage(summary.setdefault("usage", {}), response["usage"])
-    for reason, count in response.get("rejected", {}).items():
-        rejected = summary.setdefault("rejected", {})
-        rejected[reason] = rejected.get(reason, 0) + int(count)
-    for answer in response.get("answers", {}).values():
-        kind = answer.get("kind", "generate")
-        queries = summary.setdefault("queries", {})
-        queries[kind] = queries.get(kind, 0) + 1
-        if kind == "generate":
-            _add_to_summary(summary, answer)
-    if "texts" in response:
-        summary["n_samples"] = summary.get("n_samples", 0) + len(response["texts"])
-        summary["tokens_generated"] = summary.get("tokens_generated", 0) + sum(int(k) for k in response["n_tokens"])
-        finished = summary.setdefault("finish_reasons", {})
-        for reason in response["finish_reasons"]:
-            finished[reason] = finished.get(reason, 0) + 1

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.instances import Instance
+from harness.options import Options
 
 
 class ScorerUnavailable(Exception):
@@ -48,11 +49,13 @@ class Scorer(ABC):
 
     #: Registry name, used in task YAML.
     name: ClassVar[str] = ""
+    #: The arguments this scorer takes (``harness ls scorers --options``); ``harness.api.ArgsScorer`` checks them.
+    options: ClassVar[Options] = Options()
     #: Request kinds whose responses this scorer understands.
     request_kinds: ClassVar[frozenset[str]] = frozenset()
-    #: For ``multiple_choice`` tasks: the primitive query kinds :meth:`queries` asks for (``loglikelihood``,
+    #: For ``multiple_choice`` tasks: the kinds of the requests :meth:`requests` builds (``loglikelihood``,
     #: ``next_token``, ``similarity``, ``generate``). The runner checks them against the model before it loads.
-    query_kinds: ClassVar[frozenset[str]] = frozenset()
+    requested_kinds: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, **args: Any) -> None:
         self.args = args
@@ -69,10 +72,10 @@ class Scorer(ABC):
         :class:`ScorerUnavailable` if the scorer cannot run for this task.
         """
 
-    def queries(self, instance: Instance, params: dict[str, Any], seed: int) -> dict[str, Any]:
-        """For ``multiple_choice`` tasks: the queries (``harness.requests.Query``) this scorer needs for one item,
-        under keys of its choosing. ``params`` are the task's request parameters (prompt structure, option orders)
-        and ``seed`` the item's seed. ``score`` then receives the answers under the same keys."""
+    def requests(self, instance: Instance, params: dict[str, Any], seed: int) -> dict[str, Any]:
+        """For ``multiple_choice`` tasks: the requests (``harness.requests.ScoringRequest``) this scorer needs for
+        one item, under keys of its choosing. ``params`` are the task's request parameters (prompt structure,
+        option orders) and ``seed`` the item's seed. ``score`` then receives the responses under the same keys."""
         return {}
 
     def controls(self, metrics: Collection[str]) -> dict[str, str]:

@@ -21,145 +21,19 @@ from __future__ import annotations
 
 import copy
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from harness.choice_prompts import (
-    CHOICE_FIELDS,
-    DEFAULT_PROMPT_TEMPLATE,
-    DEFAULT_RATING_TEMPLATE,
-    LABEL_STYLES,
-    RATING_FIELDS,
-)
 from harness.errors import TaskConfigError
-from harness.prompting import PROMPT_FIELDS, template_fields
-from harness.requests import REQUEST_KINDS, DecodingConfig
+from harness.options import OptionError, Options
 
 TASK_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 TOP_LEVEL_FIELDS = ("task", "version", "description", "loader", "data", "request", "params", "scorers", "tags")
 REQUIRED_FIELDS = ("task", "version", "loader", "request", "scorers")
-
-
-@dataclass(frozen=True)
-class ParamSpec:
-    """One request parameter: its default, a check, and what the check expects (for the error message)."""
-
-    default: Any
-    check: Callable[[Any], bool]
-    expected: str
-
-
-def _positive_int(v: Any) -> bool:
-    return isinstance(v, int) and not isinstance(v, bool) and v > 0
-
-
-def _positive_number(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0
-
-
-def _string_list(v: Any) -> bool:
-    return isinstance(v, list) and all(isinstance(x, str) and x for x in v)
-
-
-def _template(v: Any) -> bool:
-    if not isinstance(v, str):
-        return False
-    try:
-        return set(template_fields(v)) <= set(PROMPT_FIELDS)
-    except ValueError:
-        return False
-
-
-def _template_of(fields: tuple[str, ...]) -> Callable[[Any], bool]:
-    def check(v: Any) -> bool:
-        if not isinstance(v, str):
-            return False
-        try:
-            return set(template_fields(v)) <= set(fields)
-        except ValueError:
-            return False
-
-    return check
-
-
-def _optional_template(v: Any) -> bool:
-    return v is None or _template(v)
-
-
-def decoding_labels(value: Any) -> list[str]:
-    """The decoding settings of a sweep, as canonical labels (``ancestral``, ``top_p=0.9``).
-
-    A list in YAML, or one string with settings separated by ``;`` (what ``--task-args decoding=...`` gives).
-    Raises ValueError naming the setting that does not parse.
-    """
-    items = value.split(";") if isinstance(value, str) else value
-    if not isinstance(items, list) or not items:
-        raise ValueError("a decoding setting or a list of them")
-    labels: list[str] = []
-    for item in items:
-        label = DecodingConfig.parse(str(item)).label
-        if label in labels:
-            raise ValueError(f"each decoding setting once, {label!r} is given twice")
-        labels.append(label)
-    return labels
-
-
-def _decoding(v: Any) -> bool:
-    try:
-        decoding_labels(v)
-    except ValueError:
-        return False
-    return True
-
-
-_TEMPLATE_EXPECTED = f"a string whose {{placeholders}} are among {', '.join(PROMPT_FIELDS)}"
-
-#: Parameters each request kind takes, with defaults. Adding a request kind means adding its parameters here.
-REQUEST_PARAMS: dict[str, dict[str, ParamSpec]] = {
-    "sample_words": {
-        "n_samples": ParamSpec(1000, _positive_int, "a positive integer"),
-        "temperature": ParamSpec(1.0, _positive_number, "a positive number"),
-        "mode": ParamSpec("exact", lambda v: v in ("exact", "paper"), "one of 'exact', 'paper'"),
-        "max_new_tokens": ParamSpec(32, _positive_int, "a positive integer"),
-    },
-    "generate": {
-        "n_samples": ParamSpec(10, _positive_int, "a positive integer"),
-        "decoding": ParamSpec(
-            ["ancestral"],
-            _decoding,
-            "a decoding setting or a list of them: ancestral, temperature=T, top_k=K, top_p=P, typical_p=P, "
-            "combined with '+' (top_k=50+temperature=0.7); several separated by ';' on the command line",
-        ),
-        "max_new_tokens": ParamSpec(100, _positive_int, "a positive integer"),
-        "stop": ParamSpec([], _string_list, "a list of non-empty strings"),
-        "prompt_template": ParamSpec("{source}", _template, _TEMPLATE_EXPECTED),
-        "chat": ParamSpec(False, lambda v: isinstance(v, bool), "true or false"),
-        "chat_template": ParamSpec(None, _optional_template, _TEMPLATE_EXPECTED + ", or null"),
-        "system_prompt": ParamSpec(None, lambda v: v is None or isinstance(v, str), "a string or null"),
-        "seq2seq_prefix": ParamSpec("", lambda v: isinstance(v, str), "a string"),
-        "turn_separator": ParamSpec("\n", lambda v: isinstance(v, str), "a string"),
-    },
-    # Shared by every method of a multiple-choice task (see harness.choice_prompts); methods are scorers.
-    "multiple_choice": {
-        "option_orders": ParamSpec(5, _positive_int, "a positive integer (shuffled option orders per item)"),
-        "order_seed": ParamSpec(0, lambda v: isinstance(v, int) and not isinstance(v, bool), "an integer"),
-        "label_style": ParamSpec("numbers", lambda v: v in LABEL_STYLES, f"one of {', '.join(LABEL_STYLES)}"),
-        "prompt_template": ParamSpec(
-            DEFAULT_PROMPT_TEMPLATE,
-            _template_of(CHOICE_FIELDS),
-            f"a string whose {{placeholders}} are among {', '.join(CHOICE_FIELDS)}",
-        ),
-        "rating_template": ParamSpec(
-            DEFAULT_RATING_TEMPLATE,
-            _template_of(RATING_FIELDS),
-            f"a string whose {{placeholders}} are among {', '.join(RATING_FIELDS)}",
-        ),
-    },
-}
 
 
 @dataclass(frozen=True)
@@ -298,10 +172,14 @@ def validate(raw: Any, file: str) -> TaskConfig:
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise TaskConfigError(file, "tags", f"a list of strings, {_got(tags)}")
 
+    from harness.plugins import get_registry
+
+    registry = get_registry()
     request = raw["request"]
-    if request not in REQUEST_KINDS:
-        raise TaskConfigError(file, "request", f"one of {', '.join(REQUEST_KINDS)}, {_got(request)}")
-    params = _validate_params(raw.get("params") or {}, REQUEST_PARAMS[request], file)
+    task_kinds = registry.task_kinds()
+    if request not in task_kinds:
+        raise TaskConfigError(file, "request", f"one of {', '.join(task_kinds)}, {_got(request)}")
+    params = _validate_params(raw.get("params") or {}, registry.kind(request).params, file)
     scorers = _validate_scorers(raw["scorers"], file)
     return TaskConfig(
         task=task,
@@ -317,24 +195,23 @@ def validate(raw: Any, file: str) -> TaskConfig:
     )
 
 
-def _validate_params(params: Any, specs: dict[str, ParamSpec], file: str) -> dict[str, Any]:
+def _validate_params(params: Any, options: Options, file: str) -> dict[str, Any]:
+    """The request parameters, checked by the request kind's options, defaults filled in, sorted by name."""
     if not isinstance(params, dict):
         raise TaskConfigError(file, "params", f"a mapping of request parameters, {_got(params)}")
+    for key in params:
+        if key not in options:
+            raise TaskConfigError(file, f"params.{key}", f"no such parameter; known: {', '.join(options.names())}")
     out: dict[str, Any] = {}
-    for key, value in params.items():
-        if key not in specs:
-            raise TaskConfigError(file, f"params.{key}", f"no such parameter; known: {', '.join(specs)}")
-        if not specs[key].check(value):
-            detail = ""
-            if key == "decoding":
-                try:
-                    decoding_labels(value)
-                except ValueError as exc:
-                    detail = f" ({exc})"
-            raise TaskConfigError(file, f"params.{key}", f"{specs[key].expected}, {_got(value)}{detail}")
-        out[key] = decoding_labels(value) if key == "decoding" else value
-    for key, spec in specs.items():
-        out.setdefault(key, spec.default)
+    for option in options:
+        if option.name not in params:
+            out[option.name] = option.default
+            continue
+        try:
+            out[option.name] = option.check(params[option.name], file)
+        except OptionError as exc:
+            detail = str(exc).split(f"option '{option.name}': ", 1)[-1].removeprefix("expected ")
+            raise TaskConfigError(file, f"params.{option.name}", detail) from None
     return dict(sorted(out.items()))
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -71,18 +71,17 @@ def check_against_registry(config: TaskConfig, registry: Registry) -> list[Score
 def resolve_tasks(
     names: list[str], overrides: Mapping[str, Any], registry: Registry, *, expand_decoding: bool = True
 ) -> list[ResolvedTask]:
-    """Load and check each task. With ``expand_decoding`` (model runs), a ``generate`` task becomes one task per
-    decoding setting; human-only runs do not depend on decoding and keep one task."""
+    """Load and check each task. With ``expand_decoding`` (model runs), a task whose kind has variants (a
+    ``generate`` task's decoding settings) becomes one task per variant; human-only runs keep one task."""
     resolved = []
     for name in names:
         config = load_task_file(task_path(name, registry), overrides)
         scorers = check_against_registry(config, registry)
-        if config.request == "generate" and expand_decoding:
-            for label in config.params["decoding"]:
-                variant = replace(config, params={**config.params, "decoding": [label]})
-                # Scorers hold per-run state (caches, notes), so each variant gets its own instances.
-                resolved.append(ResolvedTask(variant, check_against_registry(variant, registry), label))
-        else:
+        variants = registry.kind(config.request).variants(config) if expand_decoding else []
+        for label, variant in variants:
+            # Scorers hold per-run state (caches, notes), so each variant gets its own instances.
+            resolved.append(ResolvedTask(variant, check_against_registry(variant, registry), label))
+        if not variants:
             resolved.append(ResolvedTask(config, scorers))
     seen = [r.name for r in resolved]
     dupes = sorted({t for t in seen if seen.count(t) > 1})

@@ -10,6 +10,14 @@ from harness.hookspecs import hookimpl
 
 
 @hookimpl
+def register_request_kinds(register: Callable[[Any], None]) -> None:
+    from harness.kinds import BUILTIN_KINDS
+
+    for kind in BUILTIN_KINDS:
+        register(kind)
+
+
+@hookimpl
 def register_models(register: Callable[[str, Any], None]) -> None:
     register("hf", "plugins.hf.adapter:HFAdapter")
     register("openai", "plugins.openai_api.adapter:OpenAIAdapter")

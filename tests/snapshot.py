@@ -27,6 +27,7 @@ import sys
 from contextlib import chdir, redirect_stdout
 from io import StringIO
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -77,14 +78,20 @@ def _fix_commands(root: Path, model: str, model_args: str | None) -> list[list[s
     return fixed
 
 
+def _drop_volatile(value: Any) -> Any:
+    """``value`` without the keys that change from run to run, at any depth (a leaderboard copies run dates)."""
+    if isinstance(value, dict):
+        return {k: _drop_volatile(v) for k, v in value.items() if k not in VOLATILE_KEYS + ("library_versions", "created")}
+    if isinstance(value, list):
+        return [_drop_volatile(v) for v in value]
+    return value
+
+
 def normalise(path: Path) -> str:
     """A file's text with the keys that change from run to run removed."""
-    if path.name.startswith("results") and path.suffix == ".json":
+    if path.suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
-        for key in VOLATILE_KEYS:
-            data.pop(key, None)
-        data.pop("library_versions", None)
-        return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+        return json.dumps(_drop_volatile(data), indent=2, ensure_ascii=False) + "\n"
     return path.read_text(encoding="utf-8")
 
 

@@ -1,4 +1,6 @@
-"""A real third-party plugin package, installed with pip, is found through the entry-point group and used."""
+"""A real third-party plugin package, installed with pip, is found through the entry-point group and used.
+
+Slow: pip installs the package and the CLI runs in subprocesses (entry points are read at process start)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import REPO, require_provo, run_cli
+
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +44,8 @@ def test_plugin_is_listed(plugin_site: Path) -> None:
     plugins = json.loads(run_cli("plugins", env=env).stdout)
     example = next(p for p in plugins if p["name"] == "example")
     assert example["distribution"] == "harness-example-plugin 0.1.0"
-    assert example["hooks"] == ["register_models", "register_scorers", "register_tasks"]
+    assert example["hooks"] == ["register_models", "register_request_kinds", "register_scorers", "register_tasks"]
+    assert "guess_word\texample" in run_cli("ls", "kinds", env=env).stdout
     assert "provo-openers\texample" in run_cli("ls", "tasks", env=env).stdout
     assert "context-unigram\texample" in run_cli("ls", "models", env=env).stdout
     assert "support_coverage\texample" in run_cli("ls", "scorers", env=env).stdout
@@ -68,3 +73,29 @@ def test_plugin_task_scorer_and_adapter_used_by_run(plugin_site: Path, tmp_path:
     assert first["id"] == "1-2" and first["doc"] == {"context": "There"}
     # The only word in the context is "there", so every sample is "there".
     assert first["response"]["counts"] == {"there": 200}
+
+
+def test_plugin_request_kind_is_used_by_run(plugin_site: Path, tmp_path: Path) -> None:
+    """The plugin's own request kind, ``guess_word``, goes through the runner, the store and scoring unchanged."""
+    data = require_provo()
+    env = {"PYTHONPATH": str(plugin_site)}
+    args = ["run", "--tasks", "provo-guess", "--model", "context-unigram:baseline", "--data-dir", str(data)]
+    run_cli(*args, "--limit", "20", "--output-dir", str(tmp_path), env=env)
+    run_dir = tmp_path / "context-unigram__baseline"
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results["configs"]["provo-guess"]["params"] == {"normalise": True}
+    assert results["responses"]["provo-guess"] == {"guesses": 20}
+    samples = [json.loads(line) for line in (run_dir / "samples_provo-guess.jsonl").open()]
+    # "There" -> the only context word; "There are" -> both once, the latest wins.
+    assert samples[0]["response"] == {"word": "there"}
+    assert samples[1]["doc"] == {"context": "There are"} and samples[1]["response"] == {"word": "are"}
+    # guess_share by hand: the share of people whose guess was the model's word.
+    shares = []
+    for sample in samples:
+        counts = sample["human"]["counts"]
+        shares.append(counts.get(sample["response"]["word"], 0) / sum(counts.values()))
+        assert sample["metrics"]["guess_share"] == shares[-1]
+    assert results["metrics"]["provo-guess"]["guess_share"]["value"] == pytest.approx(sum(shares) / len(shares))
+    # Re-scoring reads the stored guess_word responses back through the kind.
+    rescored = run_cli("score", str(run_dir), "--data-dir", str(data), env=env)
+    assert "guess_share" in rescored.stdout

@@ -32,16 +32,51 @@ def test_the_hooks_exist() -> None:
         "register_models",
         "register_loaders",
         "register_answer_classifiers",
+        "register_request_kinds",
     ]
+    assert sorted(hookspecs.HOOKS) == sorted(hookspec_names())
 
 
-def test_docs_cover_every_hookspec() -> None:
+def hook_signatures() -> dict[str, tuple[str, str]]:
+    """Each hook's signature and its callback type's definition, as written in ``harness/hookspecs.py``."""
+    tree = ast.parse((REPO / "harness" / "hookspecs.py").read_text())
+    aliases = {
+        node.targets[0].id: ast.unparse(node.value).replace("'", "")
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Name)
+    }
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in hookspec_names():
+            assert node.returns is not None and len(node.args.args) == 1
+            callback = ast.unparse(node.args.args[0].annotation)
+            signature = f"{node.name}({ast.unparse(node.args)}) -> {ast.unparse(node.returns)}"
+            out[node.name] = (signature, f"{callback} = {aliases[callback]}")
+    return out
+
+
+def test_docs_cover_every_hookspec_with_its_signature() -> None:
     docs = (REPO / "docs" / "plugins.md").read_text()
-    headings = set(re.findall(r"^### (\w+)$", docs, flags=re.M))
-    for name in hookspec_names():
-        assert name in headings, f"docs/plugins.md has no section for hook {name}"
+    sections = dict(re.findall(r"^### (\w+)$\n(.*?)(?=^##|\Z)", docs, flags=re.M | re.S))
+    for name, (signature, callback) in hook_signatures().items():
+        assert name in sections, f"docs/plugins.md has no section for hook {name}"
         assert getattr(hookspecs, name).__doc__, f"hook {name} has no docstring"
-    assert headings <= set(hookspec_names()), "docs/plugins.md documents a hook that does not exist"
+        text = " ".join(sections[name].split())
+        assert f"`{signature}`" in text, f"docs/plugins.md: {name} is not documented as `{signature}`"
+        assert f"`{callback}`" in text, f"docs/plugins.md: {name}'s callback is not documented as `{callback}`"
+    assert set(sections) <= set(hookspec_names()), "docs/plugins.md documents a hook that does not exist"
+
+
+def test_builtin_kinds_are_registered_and_own_their_parameters() -> None:
+    registry = get_registry()
+    assert registry.task_kinds() == ["sample_words", "generate", "multiple_choice"]
+    assert set(registry.kinds) == {
+        "sample_words", "generate", "multiple_choice", "loglikelihood", "next_token", "similarity"
+    }
+    kind = registry.kind("sample_words")
+    assert kind.adapter_method == "sample_words_many" and kind.view == "cloze"
+    assert kind.params.parse({"n_samples": "40"}, "t")["n_samples"] == 40
+    assert registry.kinds["generate"].plugin == "plugins.builtin"
 
 
 def test_builtins_are_registered_through_the_hooks() -> None:
@@ -52,7 +87,12 @@ def test_builtins_are_registered_through_the_hooks() -> None:
     assert registry.tasks["provo"].plugin == "plugins.builtin"
     assert registry.scorers["tvd"].plugin == "scorers.builtin"
     names = {p["name"]: p for p in registry.plugins}
-    assert names["plugins.builtin"]["hooks"] == ["register_loaders", "register_models", "register_tasks"]
+    assert names["plugins.builtin"]["hooks"] == [
+        "register_loaders",
+        "register_models",
+        "register_request_kinds",
+        "register_tasks",
+    ]
     assert names["scorers.builtin"]["distribution"] == "built-in"
     assert "register_answer_classifiers" in names["scorers.builtin"]["hooks"]
     assert registry.classifiers["match_similarity"].plugin == "scorers.builtin"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.requests import DecodingConfig
+from harness.plugins import get_registry
 from harness.results import read_results as read_results_file
 from harness.results import samples_path
 
@@ -62,14 +62,11 @@ class TaskResult:
         """How the outputs were drawn, as a label shared across request kinds (``ancestral``, ``top_p=0.9``)."""
         if self.human_only:
             return None
-        params = self.config.get("params", {})
+        registry = get_registry()
         request = self.config.get("request")
-        if request == "generate":
-            return self.variant or ",".join(params.get("decoding", []))
-        if request == "sample_words":
-            label = DecodingConfig(temperature=float(params.get("temperature", 1.0))).label
-            return label if params.get("mode", "exact") == "exact" else f"{label}, mode={params['mode']}"
-        return None
+        if request not in registry.kinds:
+            return None
+        return registry.kind(request).decoding_label(self.config.get("params", {}), self.variant)
 
     def comparability(self) -> dict[str, Any]:
         """What must agree between two results of one task for their numbers to be compared."""

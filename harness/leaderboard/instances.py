@@ -11,13 +11,9 @@ import math
 from typing import Any
 
 from harness.leaderboard.collect import TaskResult, control_pairs, split_metric
+from harness.plugins import get_registry
 from harness.results import read_jsonl
 
-#: Words kept per context and side for the bar charts (the papers show the 15 most probable).
-TOP_WORDS = 15
-#: Model outputs kept per instance for the generation view.
-MAX_TEXTS = 20
-KINDS = {"sample_words": "cloze", "generate": "generation", "multiple_choice": "choice"}
 
 
 def _number(value: Any) -> float | None:
@@ -42,14 +38,6 @@ def per_instance(metrics: dict[str, Any], name: str) -> float | None:
     return None
 
 
-def _top(counts: dict[str, int]) -> dict[str, float]:
-    total = sum(counts.values())
-    if not total:
-        return {}
-    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:TOP_WORDS]
-    return {word: round(count / total, 5) for word, count in ranked}
-
-
 def _read(entry: TaskResult) -> list[dict[str, Any]]:
     return read_jsonl(entry.samples_path) if entry.samples_path.is_file() else []
 
@@ -64,38 +52,14 @@ def _item_text(doc: dict[str, Any]) -> str:
     return str(doc.get("source", ""))
 
 
-def _human_view(kind: str, sample: dict[str, Any]) -> Any:
-    human = sample.get("human", {})
-    if kind == "cloze":
-        return _top(human.get("counts", {}))
-    if kind == "generation":
-        return list(human.get("references", []))
-    if kind == "choice":
-        counts = list(human.get("counts", []))
-        total = sum(counts) or 1
-        return [round(c / total, 5) for c in counts]
-    return None
-
-
-def _model_view(kind: str, sample: dict[str, Any], method: str | None) -> Any:
-    response = sample.get("response") or {}
-    if kind == "cloze":
-        return _top(response.get("counts", {}))
-    if kind == "generation":
-        return list(response.get("texts", []))[:MAX_TEXTS]
-    if kind == "choice" and method is not None:
-        row = sample.get("metrics", {}).get(method)
-        if isinstance(row, dict) and isinstance(row.get("p"), list):
-            return [round(float(p), 5) for p in row["p"]]
-    return None
-
-
 def collect_instances(entries: list[TaskResult], board: dict[str, Any]) -> dict[str, Any]:
     """``{task: {kind, items, systems: {label: [view per item]}, values: {column: {label: [value per item]}}}}``."""
     controls = control_pairs(entries)
     out: dict[str, Any] = {}
+    registry = get_registry()
     for task, info in board["tasks"].items():
-        kind = KINDS.get(info["request"], "other")
+        request_kind = registry.kind(info["request"]) if info["request"] in registry.kinds else None
+        kind = request_kind.view if request_kind is not None else "other"
         # Columns with a human control, and every W1 distance (a task without a control still gets its figure).
         columns = [
             c
@@ -115,7 +79,7 @@ def collect_instances(entries: list[TaskResult], board: dict[str, Any]) -> dict[
                 item["target"] = sample.get("target")
             view["items"].append(item)
         if reference_samples:
-            view["systems"]["human"] = [_human_view(kind, s) for s in reference_samples]
+            view["systems"]["human"] = [request_kind.human_view(s) if request_kind else None for s in reference_samples]
             # The human control of each column, per instance, under the control metric the runs paired with it.
             for metric, control in controls.get(task, {}).items():
                 column = split_metric(metric)[1]
@@ -140,7 +104,9 @@ def collect_instances(entries: list[TaskResult], board: dict[str, Any]) -> dict[
             if [s.get("id") for s in samples] != [item["id"] for item in view["items"]]:
                 continue  # a run over other instances (allowed with --allow-mixed): no instance view for it
             method = system["method"]
-            view["systems"][system["label"]] = [_model_view(kind, s, method) for s in samples]
+            view["systems"][system["label"]] = [
+                request_kind.model_view(s, method) if request_kind else None for s in samples
+            ]
             for column in columns:
                 name = f"{method}/{column}" if method else column
                 view["values"][column][system["label"]] = [per_instance(s["metrics"], name) for s in samples]

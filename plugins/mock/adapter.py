@@ -23,14 +23,14 @@ from harness.requests import (
     DecodingConfig,
     GenerateRequest,
     GenerateResponse,
-    LoglikelihoodAnswer,
-    LoglikelihoodQuery,
-    NextTokenAnswer,
-    NextTokenQuery,
+    LoglikelihoodResponse,
+    LoglikelihoodRequest,
+    NextTokenResponse,
+    NextTokenRequest,
     SampleWordsRequest,
     SampleWordsResponse,
-    SimilarityAnswer,
-    SimilarityQuery,
+    SimilarityResponse,
+    SimilarityRequest,
 )
 
 #: Words every mock answer can use besides the input's own words (most frequent first).
@@ -156,17 +156,17 @@ class MockAdapter(ModelAdapter):
         )
 
     # ------------------------------------------------------------------ scores and vectors
-    def loglikelihood_many(self, queries: list[LoglikelihoodQuery]) -> list[LoglikelihoodAnswer]:
+    def loglikelihood_many(self, queries: list[LoglikelihoodRequest]) -> list[LoglikelihoodResponse]:
         answers = []
         for query in queries:
             context = query.context.rstrip()
             continuation = query.context[len(context) :] + query.continuation
             tokens = _TOKEN.findall(continuation) or [continuation]
             logprobs = [-(0.1 + 6.0 * _unit("ll", context, tokens[:i], tok)) for i, tok in enumerate(tokens)]
-            answers.append(LoglikelihoodAnswer(logprobs, tokens))
+            answers.append(LoglikelihoodResponse(logprobs, tokens))
         return answers
 
-    def next_token_many(self, queries: list[NextTokenQuery]) -> list[NextTokenAnswer]:
+    def next_token_many(self, queries: list[NextTokenRequest]) -> list[NextTokenResponse]:
         answers = []
         for query in queries:
             scores = [-(0.1 + 6.0 * _unit("next", query.context, c)) for c in query.candidates]
@@ -175,7 +175,7 @@ class MockAdapter(ModelAdapter):
             norm = top + math.log(sum(math.exp(s - top) for s in scores) + math.exp(-0.5))
             split = (lambda c: len(c.split()) or 1) if self.settings["label_tokens"] == "words" else len
             answers.append(
-                NextTokenAnswer(
+                NextTokenResponse(
                     [s - norm for s in scores],
                     [c.split()[0] if c.split() else c for c in query.candidates],
                     [split(c) for c in query.candidates],
@@ -186,7 +186,7 @@ class MockAdapter(ModelAdapter):
     def _vector(self, text: str) -> np.ndarray:
         return _rng("vector", text).standard_normal(self.settings["dim"])
 
-    def similarity_many(self, queries: list[SimilarityQuery]) -> list[SimilarityAnswer]:
+    def similarity_many(self, queries: list[SimilarityRequest]) -> list[SimilarityResponse]:
         answers = []
         for query in queries:
             prompt = self._vector(query.prompt)
@@ -194,7 +194,7 @@ class MockAdapter(ModelAdapter):
             for option in query.options:
                 vec = self._vector(option)
                 cosines.append(float(prompt @ vec / (np.linalg.norm(prompt) * np.linalg.norm(vec))))
-            answers.append(SimilarityAnswer(cosines))
+            answers.append(SimilarityResponse(cosines))
         return answers
 
     def info(self) -> dict[str, Any]:

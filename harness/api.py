@@ -1,0 +1,145 @@
+"""The public plugin API: everything a plugin author needs, importable from one module.
+
+A plugin should import from here and nowhere else in the harness, so that the modules behind it can move without
+breaking plugins::
+
+    from harness.api import hookimpl, ArgsScorer, Metric, Option, Options, positive_int, mean_metric
+
+What each name is for:
+
+- hooks: ``hookimpl`` marks a hook implementation; ``Register*`` are the types of each hook's ``register``
+  callback (see ``harness.hookspecs`` and ``docs/plugins.md``);
+- request kinds: ``RequestKind`` (subclass it to add a kind), ``Need``, and the built-in request and response types;
+- model adapters: ``ModelAdapter``, ``ModelSpec``;
+- scorers: ``Scorer``, ``ArgsScorer`` (a scorer whose ``options`` are checked), ``Metric``, ``ScorerUnavailable``,
+  ``BOOTSTRAP_OPTIONS``, ``mean_metric`` / ``bootstrap_metric`` for confidence intervals, ``metric_rngs`` for one
+  random stream per metric;
+- answer classifiers: ``AnswerClassifier``, ``ClassifyItem``, ``Classification``;
+- data loaders: ``LoadedData``, ``Loader``, ``takes_options``, ``hash_files``, ``downloads_allowed`` and the
+  instance types ``Instance``, ``ClozeInstance``, ``GenerationInstance``, ``ChoiceInstance``;
+- options: ``Option``, ``Options``, ``OptionError`` and the converters (one grammar for booleans and numbers);
+- errors: ``HarnessError`` (shown to the user as one line), ``TaskConfigError``, ``DataNotFoundError``,
+  ``ModelLoadError``.
+"""
+
+from __future__ import annotations
+
+from harness.classifiers import AnswerClassifier, Classification, ClassifyItem
+from harness.data import LoadedData, Loader, downloads_allowed, hash_files, takes_options
+from harness.errors import DataNotFoundError, HarnessError, ModelLoadError, TaskConfigError
+from harness.hookspecs import (
+    RegisterClassifier,
+    RegisterLoader,
+    RegisterModel,
+    RegisterRequestKind,
+    RegisterScorer,
+    RegisterTask,
+    hookimpl,
+)
+from harness.instances import ChoiceInstance, ClozeInstance, GenerationInstance, Instance
+from harness.kinds.base import Need, RequestKind
+from harness.models import ModelAdapter, ModelSpec
+from harness.options import (
+    Option,
+    OptionError,
+    Options,
+    boolean,
+    integer,
+    number,
+    one_of,
+    open_unit_float,
+    optional,
+    positive_float,
+    positive_int,
+    positive_number,
+    text,
+)
+from harness.requests import (
+    DecodingConfig,
+    GenerateRequest,
+    GenerateResponse,
+    LoglikelihoodRequest,
+    LoglikelihoodResponse,
+    MultipleChoiceRequest,
+    MultipleChoiceResponse,
+    NextTokenRequest,
+    NextTokenResponse,
+    SampleWordsRequest,
+    SampleWordsResponse,
+    ScoringRequest,
+    ScoringResponse,
+    SimilarityRequest,
+    SimilarityResponse,
+)
+from harness.scorer_args import BOOTSTRAP_OPTIONS, ArgsScorer
+from harness.scoring import Metric, Scorer, ScorerUnavailable
+from harness.seeding import derive_rng, derive_seed, metric_rngs
+from harness.stats import bootstrap_metric, mean_metric
+
+__all__ = [
+    "BOOTSTRAP_OPTIONS",
+    "AnswerClassifier",
+    "ArgsScorer",
+    "ChoiceInstance",
+    "Classification",
+    "ClassifyItem",
+    "ClozeInstance",
+    "DataNotFoundError",
+    "DecodingConfig",
+    "GenerateRequest",
+    "GenerateResponse",
+    "GenerationInstance",
+    "HarnessError",
+    "Instance",
+    "LoadedData",
+    "Loader",
+    "LoglikelihoodRequest",
+    "LoglikelihoodResponse",
+    "Metric",
+    "ModelAdapter",
+    "ModelLoadError",
+    "ModelSpec",
+    "MultipleChoiceRequest",
+    "MultipleChoiceResponse",
+    "Need",
+    "NextTokenRequest",
+    "NextTokenResponse",
+    "Option",
+    "OptionError",
+    "Options",
+    "RegisterClassifier",
+    "RegisterLoader",
+    "RegisterModel",
+    "RegisterRequestKind",
+    "RegisterScorer",
+    "RegisterTask",
+    "RequestKind",
+    "SampleWordsRequest",
+    "SampleWordsResponse",
+    "Scorer",
+    "ScorerUnavailable",
+    "ScoringRequest",
+    "ScoringResponse",
+    "SimilarityRequest",
+    "SimilarityResponse",
+    "TaskConfigError",
+    "boolean",
+    "bootstrap_metric",
+    "derive_rng",
+    "derive_seed",
+    "downloads_allowed",
+    "hash_files",
+    "hookimpl",
+    "integer",
+    "mean_metric",
+    "metric_rngs",
+    "number",
+    "one_of",
+    "open_unit_float",
+    "optional",
+    "positive_float",
+    "positive_int",
+    "positive_number",
+    "text",
+    "takes_options",
+]

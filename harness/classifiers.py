@@ -1,0 +1,101 @@
+"""Answer classifiers: what maps a free-generation answer to one of a multiple-choice item's options, or to none.
+
+A plugin registers an :class:`AnswerClassifier` subclass through the ``register_answer_classifiers`` hook; the
+free-generation scorer (``mcq_free``) takes its ``name`` as its ``classifier`` argument and passes its
+``classifier_args`` to the constructor. The built-in ``match_similarity`` lives in ``scorers.choice.classify``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from harness.errors import HarnessError
+from harness.options import Options
+
+
+@dataclass(frozen=True)
+class ClassifyItem:
+    """One answer to classify and the item it answers.
+
+    ``options`` are in the item's ORIGINAL order, whatever order the prompt showed them in, so that a
+    classification means the same option across shuffled presentations. ``labels[k]`` is the label option ``k``
+    was shown with (``"3"``, ``"C"``), or ``labels`` is None when the prompt did not show the options, in which
+    case a leading ``3`` in the answer means nothing.
+    """
+
+    text: str
+    options: tuple[str, ...]
+    labels: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.labels is not None and len(self.labels) != len(self.options):
+            raise ValueError(f"{len(self.labels)} labels for {len(self.options)} options")
+
+
+@dataclass(frozen=True)
+class Classification:
+    """Which option an answer was mapped to and on what evidence, so results can say how much was guessed.
+
+    ``option`` indexes the item's options in original order (None: unclassified); ``how`` names the evidence
+    (the built-in classifier's are ``scorers.choice.classify.HOWS``: ``label``, ``alias``, ``text``,
+    ``similarity``, ``unclassified``); ``similarity`` is the best cosine whenever similarity was computed,
+    including for answers it left unclassified, so a threshold can be re-examined after the fact.
+    """
+
+    option: int | None
+    how: str
+    similarity: float | None = None
+
+
+def parse_classifier_args(name: str, options: Options, given: Mapping[str, Any]) -> dict[str, Any]:
+    """``given`` checked against ``options`` (converted, defaults filled in), or a ``HarnessError`` naming the
+    classifier and the argument: ``answer classifier 'x': unknown argument(s) 'a', 'b' (accepted: ...)`` or
+    ``answer classifier 'x': threshold: <what was expected>``."""
+    unknown = [key for key in given if key not in options]
+    if unknown:
+        names = ", ".join(repr(k) for k in sorted(unknown))
+        accepted = ", ".join(options.names()) or "none"
+        raise HarnessError(f"answer classifier '{name}': unknown argument(s) {names} (accepted: {accepted})")
+    settings: dict[str, Any] = {}
+    for option in options:
+        if option.name not in given:
+            settings[option.name] = option.default
+            continue
+        try:
+            settings[option.name] = option.convert(given[option.name])
+        except (ValueError, TypeError) as exc:
+            raise HarnessError(f"answer classifier '{name}': {option.name}: {exc}") from None
+    return settings
+
+
+class AnswerClassifier(ABC):
+    """Base class for classifiers registered through the ``register_answer_classifiers`` hook.
+
+    Arguments come from the free-generation scorer's ``classifier_args`` (task YAML or ``--task-args``), so a typo
+    must fail loudly before any model runs. A subclass declares what it accepts in ``options`` and passes its
+    keyword arguments on to this constructor, which checks them and keeps their values (converted, defaults filled
+    in) in ``self.settings``; an argument ``options`` does not declare is an error naming it. (A subclass that
+    consumes its own keyword arguments passes on only the rest, which, with no ``options``, must be none.)
+    """
+
+    #: Registry name: what the free-generation scorer's ``classifier`` argument takes.
+    name: ClassVar[str] = ""
+    #: The arguments the constructor accepts (``classifier_args``), listed in the error for an unknown one.
+    options: ClassVar[Options] = Options()
+
+    def __init__(self, **args: Any) -> None:
+        self.settings: dict[str, Any] = parse_classifier_args(self.name, self.options, args)
+
+    @abstractmethod
+    def classify(self, items: list[ClassifyItem]) -> list[Classification]:
+        """One classification per item, in order.
+
+        Batched so that a classifier that embeds texts can embed all of a task's answers and options at once.
+        """
+
+    def describe(self) -> dict[str, Any]:
+        """Provenance for ``results.json`` (model, threshold, ...): a mapping is part of the measurement."""
+        return {"classifier": self.name}

@@ -1,0 +1,23 @@
+"""Request kinds: what a task asks a model, one module per kind (``base.py`` says what a kind owns).
+
+Built-in kinds are registered through the same ``register_request_kinds`` hook a plugin uses
+(``plugins/builtin.py``); look one up with ``harness.plugins.get_registry().kind(name)``.
+"""
+
+from harness.kinds.base import Need, RequestKind
+from harness.kinds.generate import GenerateKind
+from harness.kinds.multiple_choice import MultipleChoiceKind
+from harness.kinds.sample_words import SampleWordsKind
+from harness.kinds.scores import LoglikelihoodKind, NextTokenKind, SimilarityKind
+
+#: The kinds the harness itself provides, in the order ``harness ls kinds`` shows them.
+BUILTIN_KINDS: tuple[type[RequestKind], ...] = (
+    SampleWordsKind,
+    GenerateKind,
+    MultipleChoiceKind,
+    LoglikelihoodKind,
+    NextTokenKind,
+    SimilarityKind,
+)
+
+__all__ = ["BUILTIN_KINDS", "Need", "RequestKind"]

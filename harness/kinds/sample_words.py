@@ -1,0 +1,160 @@
+"""``sample_words``: many next words after one context, the cloze task's request (see ``docs/word-sampling.md``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from harness.decoding import DecodingConfig
+from harness.instances import ClozeInstance, Instance
+from harness.kinds.base import RequestKind, add_counts, add_usage_of
+from harness.options import Option, Options, one_of, positive_int, positive_number
+
+if TYPE_CHECKING:
+    from harness.scoring import Scorer
+    from harness.task_config import TaskConfig
+
+#: ``exact``: the first complete word of an unbounded ancestral sample (a word is complete once whitespace or
+#: end-of-sequence follows it); ``paper``: the original study's procedure (5 new tokens, punctuation stripped,
+#: first non-empty space-separated word, even if cut off).
+WordMode = Literal["exact", "paper"]
+
+#: Words kept per context and side for the leaderboard's bar charts (the papers show the 15 most probable).
+TOP_WORDS = 15
+
+
+@dataclass(frozen=True)
+class SampleWordsRequest:
+    """Ask for ``n`` next words after ``context``, each the first word of an independent ancestral sample.
+
+    ``temperature`` must be > 0 (``harness.decoding``): the word samplers draw from the model's distribution,
+    sharpened or flattened, never greedily.
+    """
+
+    context: str
+    n: int
+    seed: int
+    temperature: float = 1.0
+    mode: WordMode = "exact"
+    #: Tokens a sample may use before it is rejected as truncated (``exact``) or cut off (``paper``: 5).
+    max_new_tokens: int = 32
+    #: The instance this request answers (not part of what the model is asked; adapters may log it).
+    instance_id: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        DecodingConfig(temperature=self.temperature)
+
+    @property
+    def decoding(self) -> DecodingConfig:
+        return DecodingConfig(temperature=self.temperature)
+
+    kind: ClassVar[str] = "sample_words"
+
+    def to_record(self) -> dict[str, Any]:
+        record = asdict(self)
+        record.pop("instance_id")
+        return record
+
+
+@dataclass
+class SampleWordsResponse:
+    """Word counts from ``n_requested`` samples; rejected samples are counted by reason, never dropped silently.
+
+    Reasons: ``"empty"`` (the sample ended before any word), ``"truncated"`` (no complete word within
+    ``max_new_tokens``). ``sum(counts.values()) + sum(rejected.values()) == n_requested``.
+    """
+
+    counts: dict[str, int]
+    n_requested: int
+    rejected: dict[str, int] = field(default_factory=dict)
+    #: Token positions the model evaluated to answer (context included): the cost the benchmark compares.
+    tokens_evaluated: int = 0
+    #: API requests and tokens billed for this answer (API adapters only; see ``harness.results.usage_summary``).
+    usage: dict[str, int] | None = None
+    #: Words the model listed when asked for all ``n`` in one reply (``cloze=list``): more than ``n`` are cut,
+    #: fewer show up as ``rejected["missing"]``.
+    listed: int | None = None
+
+    @property
+    def n_words(self) -> int:
+        return sum(self.counts.values())
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "counts": dict(sorted(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))),
+            "n_requested": self.n_requested,
+            "rejected": dict(sorted(self.rejected.items())),
+            "tokens_evaluated": self.tokens_evaluated,
+        }
+        if self.usage is not None:
+            record["usage"] = dict(self.usage)
+        if self.listed is not None:
+            record["listed"] = self.listed
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> SampleWordsResponse:
+        return cls(
+            counts={str(k): int(v) for k, v in record["counts"].items()},
+            n_requested=int(record["n_requested"]),
+            rejected={str(k): int(v) for k, v in record.get("rejected", {}).items()},
+            tokens_evaluated=int(record.get("tokens_evaluated", 0)),
+            usage={str(k): int(v) for k, v in record["usage"].items()} if "usage" in record else None,
+            listed=int(record["listed"]) if "listed" in record else None,
+        )
+
+
+def top_shares(counts: dict[str, int], k: int = TOP_WORDS) -> dict[str, float]:
+    """The ``k`` most frequent words with their shares (ties by word), for the leaderboard's bar charts."""
+    total = sum(counts.values())
+    if not total:
+        return {}
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+    return {word: round(count / total, 5) for word, count in ranked}
+
+
+class SampleWordsKind(RequestKind):
+    name = "sample_words"
+    request_type = SampleWordsRequest
+    response_type = SampleWordsResponse
+    instance_type = ClozeInstance
+    view = "cloze"
+    params: ClassVar[Options] = Options(
+        Option("n_samples", positive_int, 1000, "next words drawn per context"),
+        Option("temperature", positive_number, 1.0, "softmax temperature (> 0; there is no greedy shortcut)"),
+        Option("mode", one_of("exact", "paper"), "exact", "exact: first complete word; paper: the study's rule"),
+        Option("max_new_tokens", positive_int, 32, "tokens a sample may use before it is rejected (paper: 5)"),
+    )
+
+    def build(self, config: TaskConfig, instance: Instance, seed: int, scorers: Sequence[Scorer]) -> SampleWordsRequest:
+        self.check_instance(config, instance)
+        assert isinstance(instance, ClozeInstance)
+        p = config.params
+        return SampleWordsRequest(
+            context=instance.context,
+            n=p["n_samples"],
+            seed=seed,
+            temperature=float(p["temperature"]),
+            mode=p["mode"],
+            max_new_tokens=p["max_new_tokens"],
+            instance_id=instance.id,
+        )
+
+    def summarize(self, summary: dict[str, Any], record: dict[str, Any]) -> None:
+        """Samples asked for, token positions evaluated, words listed, API usage, and rejections by reason."""
+        add_counts(summary, record, ("n_requested", "tokens_evaluated", "listed"))
+        add_usage_of(summary, record)
+        for reason, count in record.get("rejected", {}).items():
+            rejected = summary.setdefault("rejected", {})
+            rejected[reason] = rejected.get(reason, 0) + int(count)
+
+    def decoding_label(self, params: dict[str, Any], variant: str | None) -> str | None:
+        label = DecodingConfig(temperature=float(params.get("temperature", 1.0))).label
+        return label if params.get("mode", "exact") == "exact" else f"{label}, mode={params['mode']}"
+
+    def human_view(self, sample: dict[str, Any]) -> Any:
+        return top_shares(sample.get("human", {}).get("counts", {}))
+
+    def model_view(self, sample: dict[str, Any], method: str | None) -> Any:
+        return top_shares((sample.get("response") or {}).get("counts", {}))
