@@ -15,14 +15,14 @@ from harness.options import Options
 from harness.requests import (
     GenerateRequest,
     GenerateResponse,
-    LoglikelihoodResponse,
     LoglikelihoodRequest,
-    NextTokenResponse,
+    LoglikelihoodResponse,
     NextTokenRequest,
+    NextTokenResponse,
     SampleWordsRequest,
     SampleWordsResponse,
-    SimilarityResponse,
     SimilarityRequest,
+    SimilarityResponse,
 )
 
 

@@ -89,7 +89,7 @@ def _add(table: dict[str, Registered], name: str, obj: Any, plugin: str, what: s
     table[name] = Registered(obj, plugin)
 
 
-def _subclass(obj: Any, base: type, plugin: str) -> type:
+def _subclass(obj: Any, base: Any, plugin: str) -> Any:
     if not (isinstance(obj, type) and issubclass(obj, base)):
         raise HarnessError(f"plugin {plugin} registered {obj!r}, which is not a {base.__name__} subclass")
     return obj

@@ -3,11 +3,12 @@
 Why: a refactoring of the runner, the request kinds or an adapter must leave every number the harness writes
 byte-identical. ``snapshot(model, root)`` runs the same commands every time (Provo and provo-paper with
 ``--limit 32``, asset-valid and dailydialog-pp with ``--limit 8`` and two decoders, pragmatics-mcq with
-``--limit 5``, the human-only runs of the same tasks, ``harness score`` of the Provo run with one scorer removed and a scorer argument changed,
-and the leaderboard of them all) and returns every output file with its volatile keys (date, timing) removed.
+``--limit 5``, the human-only runs of the same tasks, ``harness score`` of the Provo run with one scorer removed
+and a scorer argument changed, and the leaderboard of them all) and returns every output file with its volatile
+keys (date, timing) removed.
 
-The fast test (``tests/test_snapshot.py``) runs it on the mock adapter against the files in
-``tests/fixtures/snapshot/``; the real-model comparison is run by hand, before and after a change::
+The fast test (``tests/test_snapshot.py``) runs it on the mock adapter against
+``tests/fixtures/snapshot-mock.json.gz``; the real-model comparison is run by hand, before and after a change::
 
     python tests/snapshot.py --model hf:smollm2-135m --out /tmp/before   # on the old commit
     python tests/snapshot.py --model hf:smollm2-135m --out /tmp/after    # on the new one
@@ -55,8 +56,20 @@ def commands(model: str, model_args: str | None) -> list[list[str]]:
         ["run", "--tasks", "asset-valid,dailydialog-pp", "--human-only", "--limit", "8", "--output-dir", "human-gen"],
         ["run", "--tasks", "pragmatics-mcq", "--human-only", *CHOICE, "--output-dir", "human-mcq"],
         ["score", "provo", "--scorers=-top1", "--task-args", "ece.n_bins=15", "--output-dir", "provo-rescored"],
-        ["leaderboard", "provo", "provo-paper", "asset", "dialog", "mcq", "human-cloze", "human-gen", "human-mcq",
-         "-o", "board", "--no-plots"],
+        [
+            "leaderboard",
+            "provo",
+            "provo-paper",
+            "asset",
+            "dialog",
+            "mcq",
+            "human-cloze",
+            "human-gen",
+            "human-mcq",
+            "-o",
+            "board",
+            "--no-plots",
+        ],
     ]
 
 
@@ -81,7 +94,9 @@ def _fix_commands(root: Path, model: str, model_args: str | None) -> list[list[s
 def _drop_volatile(value: Any) -> Any:
     """``value`` without the keys that change from run to run, at any depth (a leaderboard copies run dates)."""
     if isinstance(value, dict):
-        return {k: _drop_volatile(v) for k, v in value.items() if k not in VOLATILE_KEYS + ("library_versions", "created")}
+        return {
+            k: _drop_volatile(v) for k, v in value.items() if k not in VOLATILE_KEYS + ("library_versions", "created")
+        }
     if isinstance(value, list):
         return [_drop_volatile(v) for v in value]
     return value
@@ -151,7 +166,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="mock:snapshot")
     parser.add_argument("--model-args")
     parser.add_argument("--out", type=Path, help="snapshot root to run in")
-    parser.add_argument("--data-dir", type=Path, default=Path(os.environ.get("HARNESS_DATA_DIR", REPO.parent / "shared" / "data")))
+    parser.add_argument(
+        "--data-dir", type=Path, default=Path(os.environ.get("HARNESS_DATA_DIR", REPO.parent / "shared" / "data"))
+    )
     parser.add_argument("--compare", nargs=2, type=Path, metavar=("BEFORE", "AFTER"))
     parser.add_argument(
         "--save-fixture", action="store_true", help=f"write the outputs to {FIXTURE.relative_to(REPO)} (mock only)"

@@ -11,9 +11,10 @@ from harness.errors import TaskConfigError
 from harness.instances import GenerationInstance
 from harness.plugins import get_registry
 from harness.prompting import render_input
-from harness.request_building import build_request
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
-from harness.task_config import decoding_labels, load_task_file
+from harness.decoding import decoding_labels
+from harness.plugins import get_registry
+from harness.task_config import load_task_file
 from harness.task_loading import resolve_tasks
 from tests.helpers import REPO
 
@@ -103,7 +104,7 @@ def test_rendering_for_causal_chat_and_seq2seq_models() -> None:
 def test_build_request_from_a_shipped_task() -> None:
     config = load_task_file(REPO / "tasks" / "asset-test.yaml", {"decoding": "top_p=0.9", "n_samples": 3})
     inst = GenerationInstance(id="7", source="The cat sat.", references=("A cat sat.",))
-    request = build_request(config, inst, seed=11)
+    request = get_registry().kind(config.request).build(config, inst, 11, [])
     assert isinstance(request, GenerateRequest)
     assert request.prompt == "Simplify the following sentence.\nSentence: The cat sat.\nSimplified sentence:"
     assert request.source == "Simplify: The cat sat."

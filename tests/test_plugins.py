@@ -71,7 +71,12 @@ def test_builtin_kinds_are_registered_and_own_their_parameters() -> None:
     registry = get_registry()
     assert registry.task_kinds() == ["sample_words", "generate", "multiple_choice"]
     assert set(registry.kinds) == {
-        "sample_words", "generate", "multiple_choice", "loglikelihood", "next_token", "similarity"
+        "sample_words",
+        "generate",
+        "multiple_choice",
+        "loglikelihood",
+        "next_token",
+        "similarity",
     }
     kind = registry.kind("sample_words")
     assert kind.adapter_method == "sample_words_many" and kind.view == "cloze"

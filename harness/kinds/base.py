@@ -117,7 +117,9 @@ class RequestKind:
         add_counts(summary, record, ("tokens_evaluated",))
         add_usage_of(summary, record)
 
-    def check_saved(self, config: TaskConfig, scorers: Sequence[Scorer], instance: Instance, record: dict[str, Any]) -> None:  # noqa: B027,E501
+    def check_saved(
+        self, config: TaskConfig, scorers: Sequence[Scorer], instance: Instance, record: dict[str, Any]
+    ) -> None:  # noqa: B027,E501
         """When ``harness score`` re-scores saved outputs: raise HarnessError if they cannot serve ``scorers``."""
 
     def decoding_label(self, params: dict[str, Any], variant: str | None) -> str | None:

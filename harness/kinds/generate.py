@@ -165,7 +165,10 @@ class GenerateKind(RequestKind):
 
     def variants(self, config: TaskConfig) -> list[tuple[str, TaskConfig]]:
         """One run per decoding setting: ``wmt14-en-de@top_p=0.9``."""
-        return [(label, replace(config, params={**config.params, "decoding": [label]})) for label in config.params["decoding"]]
+        return [
+            (label, replace(config, params={**config.params, "decoding": [label]}))
+            for label in config.params["decoding"]
+        ]
 
     def check_response(self, adapter: ModelAdapter, request: Any, response: Any) -> None:
         if len(response.texts) != request.n:

@@ -92,7 +92,9 @@ class MultipleChoiceKind(RequestKind):
         Option("option_orders", positive_int, 5, "shuffled option orders per item"),
         Option("order_seed", integer, 0, "seed of the option orders"),
         Option("label_style", one_of(*LABEL_STYLES), "numbers", f"option labels: {', '.join(LABEL_STYLES)}"),
-        Option("prompt_template", prompt_template(CHOICE_FIELDS), DEFAULT_PROMPT_TEMPLATE, "item prompt", type="template"),
+        Option(
+            "prompt_template", prompt_template(CHOICE_FIELDS), DEFAULT_PROMPT_TEMPLATE, "item prompt", type="template"
+        ),
         Option(
             "rating_template", prompt_template(RATING_FIELDS), DEFAULT_RATING_TEMPLATE, "rating prompt", type="template"
         ),

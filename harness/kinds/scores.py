@@ -127,8 +127,6 @@ class SimilarityResponse:
         return cls([float(x) for x in record["cosines"]])
 
 
-
-
 class LoglikelihoodKind(RequestKind):
     """log P(continuation | context), token by token."""
 

@@ -15,7 +15,6 @@ from harness.plugins import get_registry
 from harness.results import read_jsonl
 
 
-
 def _number(value: Any) -> float | None:
     """A per-instance value: a number, or the mean of a list of numbers (a metric computed per split)."""
     if isinstance(value, bool):
