@@ -91,7 +91,7 @@ def _add(table: dict[str, Registered], name: str, obj: Any, plugin: str, what: s
 
 def _subclass(obj: Any, base: Any, plugin: str) -> Any:
     if not (isinstance(obj, type) and issubclass(obj, base)):
-        raise HarnessError(f"plugin {plugin} registered {obj!r}, which is not a {base.__name__} subclass")
+        raise HarnessError(f"plugin {plugin} registered {obj!r}, which is not a subclass of {base.__name__}")
     return obj
 
 

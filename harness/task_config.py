@@ -211,6 +211,9 @@ def _validate_params(params: Any, options: Options, file: str) -> dict[str, Any]
             out[option.name] = option.check(params[option.name], file)
         except OptionError as exc:
             detail = str(exc).split(f"option '{option.name}': ", 1)[-1].removeprefix("expected ")
+            value = params[option.name]
+            if detail.endswith(f"got {value!r}"):
+                detail += f" ({type(value).__name__})"
             raise TaskConfigError(file, f"params.{option.name}", detail) from None
     return dict(sorted(out.items()))
 

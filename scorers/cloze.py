@@ -1,4 +1,4 @@
-"""Shared plumbing of the next-word (cloze) scorers: argument validation, input checks, the model distribution.
+"""Shared plumbing of the next-word (cloze) scorers: the base class, input checks, the model distribution.
 
 Rules that every cloze scorer applies the same way live here, so that the metrics agree on them:
 
@@ -14,7 +14,7 @@ Rules that every cloze scorer applies the same way live here, so that the metric
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -22,13 +22,12 @@ import numpy as np
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
 from harness.requests import SampleWordsResponse
-from harness.seeding import derive_rng
-from scorers.arguments import ArgsScorer
+from harness.scorer_args import ArgsScorer
 from scorers.distributions import split_halves
 
 
 class ClozeScorer(ArgsScorer):
-    """Base of the next-word scorers (arguments validated as in ``scorers.arguments.ArgsScorer``)."""
+    """Base of the next-word scorers (arguments declared and checked as in ``harness.scorer_args.ArgsScorer``)."""
 
     request_kinds: ClassVar[frozenset[str]] = frozenset({"sample_words"})
 
@@ -63,13 +62,3 @@ def human_splits(
 def present(per_instance: list[dict[str, Any]], key: str) -> list[dict[str, Any]]:
     """The per-instance rows that carry ``key`` with a value (human-only rows lack the model keys)."""
     return [row for row in per_instance if row.get(key) is not None]
-
-
-def metric_rngs(rng: np.random.Generator) -> Callable[[str], np.random.Generator]:
-    """One independent bootstrap generator per metric name, all derived from one draw of ``rng``.
-
-    Keying the bootstrap by metric name (rather than drawing every metric from one shared stream) makes a
-    human metric's CI identical in a human-only run and in a model run, where model metrics come first.
-    """
-    root = int(rng.integers(0, 2**63 - 1))
-    return lambda name: derive_rng(root, name)

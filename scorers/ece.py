@@ -25,11 +25,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.instances import Instance
+from harness.options import Option, Options, positive_int
 from harness.scoring import Metric
+from harness.seeding import metric_rngs
 from harness.stats import bootstrap_metric, mean_metric, split_spread
-from scorers.arguments import positive_int
 from scorers.calibration import ece_columns
-from scorers.cloze import ClozeScorer, human_splits, metric_rngs, present
+from scorers.cloze import ClozeScorer, human_splits, present
 from scorers.distributions import majority_words, top_word
 
 PREDICTORS = ("model", "human", "oracle")
@@ -58,10 +59,10 @@ class EceScorer(ClozeScorer):
     """
 
     name: ClassVar[str] = "ece"
-    arg_specs: ClassVar[dict[str, tuple[Any, Any]]] = {
-        "n_bins": (positive_int, 10),
-        "n_splits": (positive_int, 10),
-    }
+    options: ClassVar[Options] = Options(
+        Option("n_bins", positive_int, 10, "equal-width confidence bins on [0, 1]"),
+        Option("n_splits", positive_int, 10, "random human half-splits for the oracle and heldout metrics"),
+    )
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)

@@ -30,10 +30,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.instances import Instance
+from harness.options import Option, Options, positive_int
 from harness.scoring import Metric
+from harness.seeding import metric_rngs
 from harness.stats import mean_metric, split_spread
-from scorers.arguments import positive_int
-from scorers.cloze import ClozeScorer, human_splits, metric_rngs, present
+from scorers.cloze import ClozeScorer, human_splits, present
 from scorers.distributions import counts_tvd, subsample
 from scorers.tvd import EMPTY_MODEL_TVD
 
@@ -51,7 +52,9 @@ class HumanControlScorer(ClozeScorer):
     """
 
     name: ClassVar[str] = "human_control"
-    arg_specs: ClassVar[dict[str, tuple[Any, Any]]] = {"n_splits": (positive_int, 10)}
+    options: ClassVar[Options] = Options(
+        Option("n_splits", positive_int, 10, "random human half-splits per instance"),
+    )
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)

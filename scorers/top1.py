@@ -20,8 +20,9 @@ import numpy as np
 
 from harness.instances import Instance
 from harness.scoring import Metric
+from harness.seeding import metric_rngs
 from harness.stats import mean_metric
-from scorers.cloze import ClozeScorer, metric_rngs, present
+from scorers.cloze import ClozeScorer, present
 from scorers.distributions import top_word
 
 

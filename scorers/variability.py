@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Collection
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 import numpy as np
@@ -42,12 +42,16 @@ from scipy.stats import wasserstein_distance
 
 from harness.errors import HarnessError
 from harness.instances import GenerationInstance, Instance
+from harness.options import Option, Options, boolean, positive_int
 from harness.requests import GenerateResponse
-from harness.scoring import Metric, Scorer, ScorerUnavailable
+from harness.scorer_args import ArgsScorer
+from harness.scoring import Metric, ScorerUnavailable
+from harness.seeding import metric_rngs
 from harness.stats import mean_metric, split_spread
-from scorers.arguments import boolean, open_unit_float, positive_int
-from scorers.cloze import metric_rngs
 from scorers.probes.base import Probe, ProbeUnavailable
+from scorers.probes.lexical import NgramProbe
+from scorers.probes.semantic import EmbeddingProbe
+from scorers.probes.syntactic import PosNgramProbe
 
 #: The seed the original study re-seeded its generator with for every input.
 PAPER_SEED = 42
@@ -55,15 +59,14 @@ PAPER_SEED = 42
 DISTANCE_DECIMALS = 6
 
 
-#: Arguments every variability scorer takes (the rest go to its probe).
-COMMON_ARGS: dict[str, tuple[Callable[[Any], Any], Any]] = {
-    "n_splits": (positive_int, 10),
-    "min_half": (positive_int, 3),
-    "paper_control": (boolean, True),
-    "keep_distances": (boolean, True),
-    "n_resamples": (positive_int, 1000),
-    "confidence": (open_unit_float, 0.95),
-}
+#: Arguments every variability scorer takes besides the bootstrap ones (``harness.scorer_args.BOOTSTRAP_OPTIONS``);
+#: the rest are its probe's (``Probe.options``).
+VARIABILITY_OPTIONS = Options(
+    Option("n_splits", positive_int, 10, "random split-half human controls per input"),
+    Option("min_half", positive_int, 3, "references each half of a control needs"),
+    Option("paper_control", boolean, True, "report the original study's control (p_paper_control_w1)"),
+    Option("keep_distances", boolean, True, "write the distance sets H, M, C to the samples file"),
+)
 
 
 def upper_pairs(matrix: np.ndarray) -> np.ndarray:
@@ -142,32 +145,32 @@ def paper_halves(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return resample[: resample.size // 2], h[: h.size // 2]
 
 
-class VariabilityScorer(Scorer):
-    """Base of the ``lexical``, ``syntactic`` and ``semantic`` scorers: one probe, compared as described above."""
+class VariabilityScorer(ArgsScorer):
+    """Base of the ``lexical``, ``syntactic`` and ``semantic`` scorers: one probe, compared as described above.
+
+    Arguments: :data:`VARIABILITY_OPTIONS` and the bootstrap ones, plus those of the probe :meth:`make_probe`
+    builds: a subclass declares its probe's ``options`` as its own, so that ``cls.options`` lists everything it
+    accepts, and the probe gets the arguments that are not the common ones, as given.
+    """
 
     request_kinds: ClassVar[frozenset[str]] = frozenset({"generate"})
     #: Prefix of metric names per probe measure (``pos_`` for syntactic n-grams), so scorers never clash.
     metric_prefix: ClassVar[str] = ""
+    options: ClassVar[Options] = VARIABILITY_OPTIONS
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
-        common: dict[str, Any] = {}
-        for key, (check, default) in COMMON_ARGS.items():
-            try:
-                common[key] = check(args[key]) if key in args else default
-            except ValueError as exc:
-                raise HarnessError(f"{self.name}: argument {key}: {exc}") from None
-        self.n_splits: int = common["n_splits"]
-        self.min_half: int = common["min_half"]
-        self.paper_control: bool = common["paper_control"]
-        self.keep_distances: bool = common["keep_distances"]
-        self.n_resamples: int = common["n_resamples"]
-        self.confidence: float = common["confidence"]
-        probe_args = {k: v for k, v in args.items() if k not in COMMON_ARGS}
+        self.n_splits: int = self.args["n_splits"]
+        self.min_half: int = self.args["min_half"]
+        self.paper_control: bool = self.args["paper_control"]
+        self.keep_distances: bool = self.args["keep_distances"]
+        # The probe gets its arguments as they were given (it checks and converts them itself).
+        common = VariabilityScorer.options
+        probe_args = {k: v for k, v in args.items() if k not in common}
         try:
             self.probe = self.make_probe(**probe_args)
         except ValueError as exc:
-            raise HarnessError(f"{self.name}: {exc}") from None
+            raise HarnessError(f"scorer '{self.name}': {exc}") from None
         self._undefined: dict[str, int] = defaultdict(int)
 
     @classmethod
@@ -341,11 +344,10 @@ class LexicalScorer(VariabilityScorer):
     """``lexical``: word n-gram distances (``n``, default 1, 2, 3); see ``scorers.probes.lexical``."""
 
     name: ClassVar[str] = "lexical"
+    options: ClassVar[Options] = NgramProbe.options
 
     @classmethod
     def make_probe(cls, **args: Any) -> Probe:
-        from scorers.probes.lexical import NgramProbe
-
         return NgramProbe(**args)
 
 
@@ -354,11 +356,10 @@ class SyntacticScorer(VariabilityScorer):
 
     name: ClassVar[str] = "syntactic"
     metric_prefix: ClassVar[str] = "pos_"
+    options: ClassVar[Options] = PosNgramProbe.options
 
     @classmethod
     def make_probe(cls, **args: Any) -> Probe:
-        from scorers.probes.syntactic import PosNgramProbe
-
         return PosNgramProbe(**args)
 
 
@@ -366,9 +367,8 @@ class SemanticScorer(VariabilityScorer):
     """``semantic``: cosine distance between sentence embeddings; see ``scorers.probes.semantic``."""
 
     name: ClassVar[str] = "semantic"
+    options: ClassVar[Options] = EmbeddingProbe.options
 
     @classmethod
     def make_probe(cls, **args: Any) -> Probe:
-        from scorers.probes.semantic import EmbeddingProbe
-
         return EmbeddingProbe(**args)

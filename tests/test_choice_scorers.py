@@ -11,7 +11,7 @@ import pytest
 from harness.choice_prompts import option_labels, option_order, render_choice_prompt, render_rating_prompt
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance
-from harness.requests import LoglikelihoodAnswer, NextTokenAnswer, SimilarityAnswer
+from harness.requests import LoglikelihoodResponse, NextTokenResponse, SimilarityResponse
 from scorers.choice.common import (
     ItemHuman,
     binomial_loglik,
@@ -142,14 +142,14 @@ def test_option_orders_are_seeded_permutations() -> None:
 # -- methods -----------------------------------------------------------------------------------------------------
 
 
-def _ll(*logprobs: float) -> LoglikelihoodAnswer:
-    return LoglikelihoodAnswer(list(logprobs), ["t"] * len(logprobs))
+def _ll(*logprobs: float) -> LoglikelihoodResponse:
+    return LoglikelihoodResponse(list(logprobs), ["t"] * len(logprobs))
 
 
 def test_string_scores_by_hand() -> None:
     item = _item(counts=(40, 60), target=1)
     scorer = _scorer(StringScorer)
-    queries = scorer.queries(item, PARAMS, seed=1)
+    queries = scorer.requests(item, PARAMS, seed=1)
     assert len(queries) == 2 * 2 * 2  # orders x {I, I0} x options
     assert queries["o0/I/1"].continuation == " The weather is bad."
     assert "Ann says" not in queries["o0/I0/1"].context and "Options:" in queries["o0/I0/1"].context
@@ -180,15 +180,15 @@ def test_string_scores_by_hand() -> None:
 def test_label_scores_map_positions_back_to_options() -> None:
     item = _item()
     scorer = _scorer(LabelScorer)
-    queries = scorer.queries(item, PARAMS, seed=1)
+    queries = scorer.requests(item, PARAMS, seed=1)
     assert queries["o0/I"].candidates == (" 1", " 2", " 3")
     answers: dict[str, Any] = {}
     for o in range(2):
         order = option_order(item, o, 0)
         # The label of the position showing option k gets log-probability -k-1 under I and -1 under I0.
         cond = [-(k + 1.0) for k in order]
-        answers[f"o{o}/I"] = NextTokenAnswer(cond, [" 1", " 2", " 3"], [1, 1, 1])
-        answers[f"o{o}/I0"] = NextTokenAnswer([-1.0, -1.0, -1.0], [" 1", " 2", " 3"], [1, 1, 1])
+        answers[f"o{o}/I"] = NextTokenResponse(cond, [" 1", " 2", " 3"], [1, 1, 1])
+        answers[f"o{o}/I0"] = NextTokenResponse([-1.0, -1.0, -1.0], [" 1", " 2", " 3"], [1, 1, 1])
     scores = scorer.item_scores(item, answers)
     assert scores["prob"] == [[-1.0, -2.0, -3.0]] * 2
     assert scores["prior_corrected"] == [[0.0, -1.0, -2.0]] * 2
@@ -204,7 +204,7 @@ def test_rating_is_probability_weighted_mean() -> None:
     assert expected_rating([math.log(x) for x in (0.4, 0.3, 0.1, 0.1, 0.1)]) == pytest.approx(2.2)
     item = _item(counts=(1, 3), target=1)
     scorer = _scorer(RatingScorer, scales=["likely"])
-    queries = scorer.queries(item, PARAMS, seed=1)
+    queries = scorer.requests(item, PARAMS, seed=1)
     assert len(queries) == 2 * 5  # options x rating phrases, not repeated per order
     assert queries["likely/1/5"].continuation == " very likely"
     answers = {f"likely/0/{r}": _ll(math.log(p)) for r, p in enumerate((0.4, 0.3, 0.1, 0.1, 0.1), start=1)}
@@ -220,9 +220,9 @@ def test_rating_is_probability_weighted_mean() -> None:
 def test_embedding_scores_are_cosines() -> None:
     item = _item()
     scorer = _scorer(EmbeddingScorer)
-    query = scorer.queries(item, PARAMS, seed=1)["cosine"]
+    query = scorer.requests(item, PARAMS, seed=1)["cosine"]
     assert query.options == item.options and "Options:" not in query.prompt
-    values = scorer.score(item, {"cosine": SimilarityAnswer([0.2, 0.9, 0.1])}, np.random.default_rng(0))
+    values = scorer.score(item, {"cosine": SimilarityResponse([0.2, 0.9, 0.1])}, np.random.default_rng(0))
     assert values["embedding.cosine"]["acc"] == 1.0
     assert values["embedding.cosine"]["scores"] == [[0.2, 0.9, 0.1]] * 2
 
@@ -289,3 +289,22 @@ def test_robustness_report_spread_tau_and_winners() -> None:
         "n_systems": 2,
     }
     assert "robustness" in report["text"] and "Irony" in report["text"]
+
+
+def test_arguments_are_checked_and_listed() -> None:
+    scorer = StringScorer(choice_rule="argmax", choice_temperature="0.5", show_options="no")
+    assert (scorer.rule, scorer.temperature, scorer.args["show_options"]) == ("argmax", 0.5, False)
+    assert RatingScorer(scales="likely;possible").scales == ("likely", "possible")
+    with pytest.raises(HarnessError, match=r"^scorer 'mcq_string': argument 'choice_rule': expected one of 'auto'"):
+        StringScorer(choice_rule="max")
+    with pytest.raises(HarnessError, match=r"^scorer 'mcq_label': argument 'choice_temperature': expected a positive"):
+        LabelScorer(choice_temperature="inf")
+    with pytest.raises(HarnessError, match=r"^scorer 'mcq_human': unknown argument 'n_split' \(accepted: .*n_splits"):
+        HumanChoiceScorer(n_split=3)
+    # The robustness report takes no argument, so any is a typo.
+    with pytest.raises(HarnessError, match=r"^scorer 'mcq_robustness': unknown argument 'x' \(accepted: none\)$"):
+        RobustnessScorer(x=1)
+    common = ["n_resamples", "confidence", "choice_rule", "choice_temperature", "fit_epsilon"]
+    assert LabelScorer.options.names() == [*common, "label_prefix"]
+    assert EmbeddingScorer.options.names() == common
+    assert RobustnessScorer.options.names() == []

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
+import harness.classifiers
 from harness.errors import HarnessError
 from harness.hookspecs import hookimpl
+from harness.options import Option, Options, boolean
 from harness.plugins import _collect, get_plugin_manager, get_registry
 from scorers.choice.classify import (
     DEFAULT_THRESHOLD,
@@ -246,10 +248,37 @@ def test_a_plugin_classifier_is_found_through_the_hook() -> None:
         cls(threshold=0.5)
 
 
+class CaseClassifier(AnswerClassifier):
+    """A plugin's classifier with an argument, declared in ``options``: exact text, optionally ignoring case."""
+
+    name = "case"
+    options: ClassVar[Options] = Options(Option("ignore_case", boolean, False, "compare lower-cased texts"))
+
+    def classify(self, items: list[ClassifyItem]) -> list[Classification]:
+        fold = (lambda t: t.lower()) if self.settings["ignore_case"] else (lambda t: t)
+        return [
+            Classification(next((k for k, o in enumerate(i.options) if fold(o) == fold(i.text)), None), "text")
+            for i in items
+        ]
+
+
+def test_the_base_class_lives_in_the_core_and_declares_its_arguments() -> None:
+    assert AnswerClassifier is harness.classifiers.AnswerClassifier
+    assert (ClassifyItem, Classification) == (harness.classifiers.ClassifyItem, harness.classifiers.Classification)
+    assert MatchThenSimilarityClassifier.options.names() == ["model", "threshold", "device", "batch_size", "aliases"]
+    item = ClassifyItem("SIMON HAS TO GET BACK TO WORK.", IRONY_1)
+    assert CaseClassifier().classify([item]) == [Classification(None, "text")]
+    assert CaseClassifier(ignore_case="yes").classify([item]) == [Classification(3, "text")]
+    with pytest.raises(HarnessError, match="answer classifier 'case': ignore_case: expected true or false"):
+        CaseClassifier(ignore_case="perhaps")
+    with pytest.raises(HarnessError, match=r"'case': unknown argument\(s\) 'ignorecase' \(accepted: ignore_case\)"):
+        CaseClassifier(ignorecase=True)
+
+
 def test_a_non_classifier_is_refused() -> None:
     pm = get_plugin_manager(load_entry_points=False)
     pm.register(_NotAClassifier, name="bad-plugin")
-    with pytest.raises(HarnessError, match="plugin bad-plugin registered .*dict.*not an AnswerClassifier subclass"):
+    with pytest.raises(HarnessError, match="plugin bad-plugin registered .*dict.*not an? AnswerClassifier subclass"):
         _collect(pm)
 
 

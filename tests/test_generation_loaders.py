@@ -292,13 +292,16 @@ def test_wmt14_not_found_names_the_files_and_the_official_repository(tmp_path: P
     [
         (
             {"pair": "en-de", "paths": "x"},
-            "wmt14_multiref data option 'paths': unknown; known options: path, pair, format, max_references",
+            "data options of loader 'wmt14_multiref': unknown option 'paths' "
+            "(accepted: format, max_references, pair, path)",
         ),
+        # A required option that is missing is the loader's own check.
         ({}, "wmt14_multiref data option 'pair': expected one of en-de, en-fr, got None"),
-        ({"pair": "de-en"}, "'pair': expected one of en-de, en-fr, got 'de-en'"),
-        ({"pair": "en-de", "format": "gz"}, "'format': expected one of auto, official, jsonl, got 'gz'"),
+        ({"pair": "de-en"}, "option 'pair': expected one of 'en-de', 'en-fr', got 'de-en'"),
+        ({"pair": "en-de", "format": "gz"}, "option 'format': expected one of 'auto', 'official', 'jsonl', got 'gz'"),
         ({"pair": "en-de", "max_references": 12}, "'max_references': expected an integer from 1 to 11, got 12"),
         ({"pair": "en-de", "max_references": True}, "'max_references': expected an integer from 1 to 11, got True"),
+        ({"pair": "en-de", "path": 3}, "option 'path': expected a folder name, got 3"),
     ],
 )
 def test_wmt14_bad_options(options: dict[str, Any], message: str) -> None:
@@ -463,10 +466,13 @@ def test_asset_not_found_names_the_missing_file(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"split": "valid", "n_refs": 5}, "asset data option 'n_refs': unknown; known options: path, split, format"),
+        (
+            {"split": "valid", "n_refs": 5},
+            "data options of loader 'asset': unknown option 'n_refs' (accepted: format, path, split)",
+        ),
         ({}, "asset data option 'split': expected one of valid, test, got None"),
-        ({"split": "train"}, "'split': expected one of valid, test, got 'train'"),
-        ({"split": "valid", "format": "csv"}, "'format': expected one of auto, official, jsonl, got 'csv'"),
+        ({"split": "train"}, "option 'split': expected one of 'valid', 'test', got 'train'"),
+        ({"split": "valid", "format": "csv"}, "'format': expected one of 'auto', 'official', 'jsonl', got 'csv'"),
     ],
 )
 def test_asset_bad_options(options: dict[str, Any], message: str) -> None:
@@ -616,9 +622,10 @@ def test_dailydialog_not_found_and_bad_options(tmp_path: Path) -> None:
     assert str(tmp_path / DD_DATASET / "test.json") in message
     assert "https://github.com/iitmnlp/DailyDialog-plusplus" in message and "--data-dir DIR" in message
     message = _one_line_error(lambda: load_dailydialog_pp({"splits": "dev"}, DD_FIX))
-    assert message == "dailydialog_pp data option 'splits': unknown; known options: path, split"
+    assert message == "data options of loader 'dailydialog_pp': unknown option 'splits' (accepted: path, split)"
     message = _one_line_error(lambda: load_dailydialog_pp({"split": "train"}, DD_FIX))
-    assert message == "dailydialog_pp data option 'split': expected one of dev, test, got 'train'"
+    where = "data options of loader 'dailydialog_pp'"
+    assert message == f"{where}: option 'split': expected one of 'dev', 'test', got 'train'"
 
 
 @pytest.mark.parametrize(("split", "count"), [("dev", 1028), ("test", 1142)])
@@ -776,13 +783,14 @@ def test_writingprompts_not_found_says_it_is_not_included_and_where_it_is(tmp_pa
     [
         (
             {"min_refs": 5},
-            "writingprompts data option 'min_refs': unknown; known options: path, split, format, "
-            "min_stories, max_stories, file",
+            "data options of loader 'writingprompts': unknown option 'min_refs' (accepted: file, format, "
+            "max_stories, min_stories, path, split)",
         ),
-        ({"split": "dev"}, "'split': expected one of train, valid, test, got 'dev'"),
-        ({"min_stories": 0}, "'min_stories': expected a positive integer, got 0"),
-        ({"max_stories": "3"}, "'max_stories': expected a positive integer, got '3'"),
-        ({"format": "tsv"}, "'format': expected one of auto, official, jsonl, got 'tsv'"),
+        ({"split": "dev"}, "option 'split': expected one of 'train', 'valid', 'test', got 'dev'"),
+        ({"min_stories": 0}, "option 'min_stories': expected a positive integer, got 0"),
+        ({"max_stories": "3"}, "option 'max_stories': expected a positive integer, got '3'"),
+        ({"format": "tsv"}, "option 'format': expected one of 'auto', 'official', 'jsonl', got 'tsv'"),
+        ({"file": ""}, "option 'file': expected a file name, got ''"),
     ],
 )
 def test_writingprompts_bad_options(options: dict[str, Any], message: str) -> None:

@@ -422,16 +422,17 @@ def test_unknown_human_choice_names_the_line(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"phenomena": ["Irony", "Humor"]}, "pragmatics_mcq data option 'phenomena': unknown phenomenon 'Humor'"),
-        ({"phenomena": "Irony"}, "pragmatics_mcq data option 'phenomena': expected a non-empty list of names"),
-        ({"phenomena": []}, "'phenomena': expected a non-empty list of names, got []"),
-        ({"format": "csv"}, "pragmatics_mcq data option 'format': expected one of auto, hu, jsonl, got 'csv'"),
-        ({"descriptions": "paper"}, "'descriptions': expected one of tsvilodub, hu, got 'paper'"),
-        ({"split": "test"}, "pragmatics_mcq data option 'split': unknown; known options: path, format, phenomena"),
+        ({"phenomena": ["Irony", "Humor"]}, "option 'phenomena': unknown phenomenon 'Humor'; known: Coherence"),
+        ({"phenomena": "Irony"}, "option 'phenomena': expected a non-empty list of names"),
+        ({"phenomena": []}, "option 'phenomena': expected a non-empty list of names, got []"),
+        ({"format": "csv"}, "option 'format': expected one of 'auto', 'hu', 'jsonl', got 'csv'"),
+        ({"descriptions": "paper"}, "option 'descriptions': expected one of 'tsvilodub', 'hu', got 'paper'"),
+        ({"split": "test"}, "unknown option 'split' (accepted: descriptions, format, path, phenomena)"),
     ],
 )
 def test_bad_options(options: dict[str, Any], message: str) -> None:
-    assert message in _one_line_error(lambda: load_pragmatics_mcq(options, FIXTURES))
+    error = _one_line_error(lambda: load_pragmatics_mcq(options, FIXTURES))
+    assert error.startswith("data options of loader 'pragmatics_mcq': ") and message in error, error
 
 
 # ================================================================================================= download

@@ -321,17 +321,31 @@ def test_first_five_words_of_each_real_passage() -> None:
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"text_ids": [3]}, "no passage with id [3]"),
-        ({"text_ids": 2}, "'text_ids': expected a list of integers"),
-        ({"max_word_num": 0}, "'max_word_num': expected a positive integer"),
-        ({"max_word_num": "5"}, "'max_word_num': expected a positive integer"),
-        ({"format": "xml"}, "'format': expected one of auto, official, positions_jsonl, long_csv"),
-        ({"repair_mac_roman": "yes"}, "'repair_mac_roman': expected true or false"),
+        ({"text_ids": [3]}, "provo data option 'text_ids': no passage with id [3]"),
+        ({"text_ids": 2}, "option 'text_ids': expected a list of integers, got 2"),
+        ({"max_word_num": 0}, "option 'max_word_num': expected a positive integer, got 0"),
+        ({"max_word_num": "5"}, "option 'max_word_num': expected a positive integer, got '5'"),
+        ({"format": "xml"}, "option 'format': expected one of 'auto', 'official', 'positions_jsonl', 'long_csv'"),
+        ({"repair_mac_roman": "yes"}, "option 'repair_mac_roman': expected true or false, got 'yes'"),
+        ({"path": ""}, "option 'path': expected a folder name, got ''"),
+        # A misspelt option was once ignored, and the run used the default (every passage).
+        (
+            {"text_id": [1]},
+            "unknown option 'text_id' (accepted: format, max_word_num, path, repair_mac_roman, text_ids)",
+        ),
     ],
 )
 def test_bad_options_are_reported(options: dict, message: str) -> None:
-    with pytest.raises(HarnessError, match=re.escape(message)):
+    with pytest.raises(HarnessError) as info:
         load_provo(options, FIXTURE_DIR.parent)
+    text = str(info.value)
+    assert message in text and "\n" not in text, text
+    if "no passage" not in message:
+        assert text.startswith("data options of loader 'provo': "), text
+
+
+def test_options_are_declared() -> None:
+    assert load_provo.options.names() == ["path", "format", "text_ids", "max_word_num", "repair_mac_roman"]
 
 
 # -------------------------------------------------------------------------------------------------- not found

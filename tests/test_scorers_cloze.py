@@ -264,6 +264,14 @@ def test_arguments_are_validated() -> None:
         TvdScorer(n_splits=3)
     with pytest.raises(HarnessError, match="top1.*confidence"):
         Top1Scorer(confidence=1.5)
+    accepted = "confidence, n_bins, n_resamples, n_splits"
+    with pytest.raises(HarnessError, match=rf"^scorer 'ece': unknown argument 'x' \(accepted: {accepted}\)$"):
+        EceScorer(x=1)
+    with pytest.raises(HarnessError, match=r"^scorer 'ece': argument 'n_bins': expected a positive integer, got 0$"):
+        EceScorer(n_bins=0)
+    # Each class lists everything it accepts: the bootstrap options, then its own.
+    assert EceScorer.options.names() == ["n_resamples", "confidence", "n_bins", "n_splits"]
+    assert TvdScorer.options.names() == ["n_resamples", "confidence"]
 
 
 def test_wrong_input_types_are_harness_errors() -> None:

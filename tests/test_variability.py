@@ -14,11 +14,16 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.instances import GenerationInstance
+from harness.options import Option, Options, optional, text
 from harness.requests import GenerateResponse
 from harness.scoring import ScorerUnavailable
 from harness.seeding import derive_rng
 from scorers.probes.base import Probe, ProbeUnavailable
 from scorers.variability import (
+    VARIABILITY_OPTIONS,
+    LexicalScorer,
+    SemanticScorer,
+    SyntacticScorer,
     VariabilityScorer,
     control_halves,
     mean_gap,
@@ -31,6 +36,7 @@ from scorers.variability import (
 
 class AbsProbe(Probe):
     name = "abs"
+    options: ClassVar[Options] = Options(Option("unavailable", optional(text), None, "a language it cannot do"))
 
     def __init__(self, unavailable: str | None = None) -> None:
         self.prepared: list[tuple[list[str], str]] = []
@@ -53,6 +59,7 @@ class AbsProbe(Probe):
 
 class AbsScorer(VariabilityScorer):
     name: ClassVar[str] = "abs"
+    options: ClassVar[Options] = AbsProbe.options
 
     @classmethod
     def make_probe(cls, **args: Any) -> Probe:
@@ -205,7 +212,28 @@ def test_prepare_batches_distinct_texts_per_language_and_reports_unavailable() -
 
 
 def test_bad_arguments_name_the_argument() -> None:
-    with pytest.raises(HarnessError, match="n_splits"):
+    with pytest.raises(HarnessError, match="scorer 'abs': argument 'n_splits': expected a positive integer, got 0"):
         AbsScorer(n_splits=0)
-    with pytest.raises(HarnessError, match="paper_control"):
+    with pytest.raises(HarnessError, match="scorer 'abs': argument 'paper_control': expected true or false"):
         AbsScorer(paper_control="maybe")
+    # The probe's arguments are checked with the common ones: a typo names the scorer and lists both kinds.
+    with pytest.raises(
+        HarnessError,
+        match=r"scorer 'abs': unknown argument 'unavailabel' \(accepted: confidence, keep_distances, min_half, "
+        r"n_resamples, n_splits, paper_control, unavailable\)",
+    ):
+        AbsScorer(unavailabel="de")
+    with pytest.raises(HarnessError, match="scorer 'lexical': argument 'n': n must be a positive integer"):
+        LexicalScorer(n=0)
+    with pytest.raises(HarnessError, match="scorer 'semantic': unknown argument 'max_token' .*max_tokens"):
+        SemanticScorer(max_token=5)
+
+
+def test_each_scorer_lists_every_argument_it_accepts() -> None:
+    common = ["n_resamples", "confidence", *VARIABILITY_OPTIONS.names()]
+    lexical = [*common, "n", "pipelines", "max_tokens", "truncate_tokenizer", "batch_size"]
+    assert LexicalScorer.options.names() == SyntacticScorer.options.names() == lexical
+    semantic = [*common, "model", "batch_size", "device", "max_tokens", "truncate_tokenizer"]
+    assert SemanticScorer.options.names() == semantic
+    scorer = LexicalScorer(n=2, n_splits="4", keep_distances="no")
+    assert (scorer.n_splits, scorer.keep_distances, scorer.probe.measures) == (4, False, ("bigram",))

@@ -23,31 +23,34 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.data import LoadedData, hash_files
+from harness.data import LoadedData, hash_files, takes_options
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import GenerationInstance, Instance
+from harness.options import Option, Options, one_of
+from plugins.loaders.option_types import folder
 from plugins.loaders.text_files import decode_utf8, file_lines, jsonl_records
 
 LOADER = "asset"
 DEFAULT_PATH = "asset"
 SPLITS = ("valid", "test")
 FORMATS = ("auto", "official", "jsonl")
-OPTIONS = ("path", "split", "format")
 N_REFS = 10
 REPO_URL = "https://github.com/facebookresearch/asset"
+#: The ``data:`` options of an ASSET task.
+OPTIONS = Options(
+    Option("path", folder, DEFAULT_PATH, "folder under the data root", "str"),
+    Option("split", one_of(*SPLITS), None, "valid or test (required: ASSET has no train split)", " | ".join(SPLITS)),
+    Option("format", one_of(*FORMATS), "auto", "auto: official (text files), else jsonl", " | ".join(FORMATS)),
+)
 
 
+@takes_options(OPTIONS)
 def load_asset(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """Load one ASSET split from ``data_dir / path``.
 
     Options: ``path`` (default ``asset``); ``split`` (``valid`` or ``test``, required: ASSET has no train split);
     ``format`` (``auto`` prefers the official text files, then the JSONL; ``official``; ``jsonl``).
     """
-    unknown = sorted(str(k) for k in options if k not in OPTIONS)
-    if unknown:
-        raise HarnessError(
-            f"{LOADER} data option {', '.join(repr(k) for k in unknown)}: unknown; known options: {', '.join(OPTIONS)}"
-        )
     split = options.get("split")
     if split not in SPLITS:
         raise HarnessError(f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {split!r}")

@@ -23,20 +23,27 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.data import LoadedData, hash_files
+from harness.data import LoadedData, hash_files, takes_options
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import GenerationInstance, Instance
+from harness.options import Option, Options, one_of
+from plugins.loaders.option_types import folder
 from plugins.loaders.text_files import decode_utf8, file_lines, jsonl_records
 
 LOADER = "dailydialog_pp"
 DEFAULT_PATH = "dailydialog-plusplus"
 SPLITS = ("dev", "test")
-OPTIONS = ("path", "split")
 TOPICS_FILE = "test-v1.0.json"
 RESPONSE_ID_RE = re.compile(r"^(\d+)([pra])(\d+)$")
 REPO_URL = "https://github.com/iitmnlp/DailyDialog-plusplus"
+#: The ``data:`` options of a DailyDialog++ task.
+OPTIONS = Options(
+    Option("path", folder, DEFAULT_PATH, "folder under the data root", "str"),
+    Option("split", one_of(*SPLITS), "dev", "dev (the study's) or test", " | ".join(SPLITS)),
+)
 
 
+@takes_options(OPTIONS)
 def load_dailydialog_pp(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """Load one DailyDialog++ split from ``data_dir / path / dataset``.
 
@@ -44,11 +51,6 @@ def load_dailydialog_pp(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     Giulianelli et al. (2023) used, or ``test``). ``train`` is not offered: it is the split models are tuned
     on, and its file was not available where this loader was written, so it could not be checked.
     """
-    unknown = sorted(str(k) for k in options if k not in OPTIONS)
-    if unknown:
-        raise HarnessError(
-            f"{LOADER} data option {', '.join(repr(k) for k in unknown)}: unknown; known options: {', '.join(OPTIONS)}"
-        )
     split = options.get("split", "dev")
     if split not in SPLITS:
         raise HarnessError(f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {split!r}")

@@ -56,15 +56,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from harness.data import LoadedData, downloads_allowed, hash_files
+from harness.data import LoadedData, downloads_allowed, hash_files, takes_options
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import ChoiceInstance, Instance
+from harness.options import Option, Options, one_of, optional
 from plugins.loaders import downloads
+from plugins.loaders.option_types import folder
 from plugins.loaders.text_files import decode_utf8, file_lines, jsonl_records
 
 LOADER = "pragmatics_mcq"
 DEFAULT_PATH = "pragmatics-mcq"
-OPTIONS = ("path", "format", "phenomena", "descriptions")
 FORMATS = ("auto", "hu", "jsonl")
 DESCRIPTIONS = ("tsvilodub", "hu")
 HU_REPO = "jennhu/lm-pragmatics"
@@ -161,6 +162,26 @@ class _Item:
     counts_from: str = ""
 
 
+def phenomenon_list(value: Any) -> list[str]:
+    """A non-empty list of phenomena named as in the data (a misspelt name is an error, not a smaller task)."""
+    if not isinstance(value, list | tuple) or not value or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"expected a non-empty list of names, got {value!r}")
+    bad = [v for v in value if v not in PHENOMENA]
+    if bad:
+        raise ValueError(f"unknown phenomenon {', '.join(repr(v) for v in bad)}; known: {', '.join(PHENOMENA)}")
+    return list(value)
+
+
+#: The ``data:`` options of the pragmatics task.
+OPTIONS = Options(
+    Option("path", folder, DEFAULT_PATH, "folder under the data root (an absolute path is used as it is)", "str"),
+    Option("format", one_of(*FORMATS), "auto", "auto: the release, else jsonl, else a download", " | ".join(FORMATS)),
+    Option("phenomena", optional(phenomenon_list), None, "phenomena to keep (null: all seven)", "list of str"),
+    Option("descriptions", one_of(*DESCRIPTIONS), "tsvilodub", "whose task descriptions", " | ".join(DESCRIPTIONS)),
+)
+
+
+@takes_options(OPTIONS)
 def load_pragmatics_mcq(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """Load the pragmatics items from ``data_dir / path`` (an absolute ``path`` is used as it is).
 
@@ -174,11 +195,6 @@ def load_pragmatics_mcq(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     Tsvilodub et al.'s ``data_hu_maxims.csv`` have 19 Maxims items), but the human data have all 374 choices for
     it, and the comparison with people is what the data set is for.
     """
-    unknown = sorted(str(k) for k in options if k not in OPTIONS)
-    if unknown:
-        raise HarnessError(
-            f"{LOADER} data option {', '.join(repr(k) for k in unknown)}: unknown; known options: {', '.join(OPTIONS)}"
-        )
     fmt = options.get("format", "auto")
     if fmt not in FORMATS:
         raise HarnessError(f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {fmt!r}")
@@ -264,18 +280,14 @@ def load_pragmatics_mcq(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
 
 
 def _phenomena(value: object) -> tuple[str, ...]:
-    """The requested phenomena in instance order; a misspelt name is an error, not a silently smaller task."""
+    """The requested phenomena in instance order (all of them for None); see :func:`phenomenon_list`."""
     if value is None:
         return PHENOMENA
-    if not isinstance(value, list | tuple) or not value or not all(isinstance(v, str) for v in value):
-        raise HarnessError(f"{LOADER} data option 'phenomena': expected a non-empty list of names, got {value!r}")
-    bad = [v for v in value if v not in PHENOMENA]
-    if bad:
-        raise HarnessError(
-            f"{LOADER} data option 'phenomena': unknown phenomenon {', '.join(repr(v) for v in bad)}; "
-            f"known: {', '.join(PHENOMENA)}"
-        )
-    return tuple(p for p in PHENOMENA if p in value)
+    try:
+        names = phenomenon_list(value)
+    except ValueError as exc:
+        raise HarnessError(f"{LOADER} data option 'phenomena': {exc}") from None
+    return tuple(p for p in PHENOMENA if p in names)
 
 
 def _check_one_correct(labels: list[str], where: str) -> None:

@@ -25,11 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from harness.data import LoadedData, downloads_allowed, hash_files
+from harness.data import LoadedData, downloads_allowed, hash_files, takes_options
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import ClozeInstance, Instance
+from harness.options import Option, Options, one_of, optional
 from harness.text import normalise_word
 from plugins.loaders import downloads
+from plugins.loaders.option_types import count, flag, folder, integers
 
 OFFICIAL_CSV = "Provo_Corpus-Predictability_Norms.csv"
 SEED_TSV = "Provo_Corpus.tsv"
@@ -78,9 +80,19 @@ class _Position:
     n_missing: int = 0
 
 
+#: The ``data:`` options of a Provo task.
+OPTIONS = Options(
+    Option("path", folder, "provo", "folder under the data root", "str"),
+    Option("format", one_of(*FORMATS), "auto", "auto: the first format found", " | ".join(FORMATS)),
+    Option("text_ids", optional(integers), None, "passage ids to keep (null: all)", "list of int"),
+    Option("max_word_num", optional(count), None, "keep positions up to this word number (null: all)", "int >= 1"),
+    Option("repair_mac_roman", flag, False, "map Mac-Roman artefacts such as Õ back to punctuation", "bool"),
+)
+
 # --------------------------------------------------------------------------------------------------- entry point
 
 
+@takes_options(OPTIONS)
 def load_provo(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """Load the Provo cloze positions found under ``data_dir / options["path"]`` (default ``provo``).
 

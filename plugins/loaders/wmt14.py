@@ -25,9 +25,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.data import LoadedData, hash_files
+from harness.data import LoadedData, hash_files, takes_options
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import GenerationInstance, Instance
+from harness.options import Option, Options, one_of, optional
+from plugins.loaders.option_types import folder
 from plugins.loaders.text_files import decode_utf8, file_lines, jsonl_records
 
 LOADER = "wmt14_multiref"
@@ -35,7 +37,6 @@ DEFAULT_PATH = "wmt14-multiref"
 #: Language pair -> language of the references (the productions a probe would tag).
 PAIRS = {"en-de": "de", "en-fr": "fr"}
 FORMATS = ("auto", "official", "jsonl")
-OPTIONS = ("path", "pair", "format", "max_references")
 N_EXTRA = 10  # R1..R10
 #: Tags of one source's block, in the order the release writes them.
 BLOCK_TAGS = ("S", "T", *(f"R{k}" for k in range(1, N_EXTRA + 1)))
@@ -44,6 +45,30 @@ JSONL_FIELDS = ("id", "source", "original_reference", "additional_references")
 REPO_URL = "https://github.com/facebookresearch/analyzing-uncertainty-nmt"
 
 
+def reference_count(value: Any) -> int:
+    """How many of the 11 references to keep: an integer from 1 to 11."""
+    n_refs = 1 + N_EXTRA
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= n_refs:
+        raise ValueError(f"expected an integer from 1 to {n_refs}, got {value!r}")
+    return value
+
+
+#: The ``data:`` options of a WMT'14 multi-reference task.
+OPTIONS = Options(
+    Option("path", folder, DEFAULT_PATH, "folder under the data root", "str"),
+    Option("pair", one_of(*PAIRS), None, "en-de or en-fr (required)", " | ".join(PAIRS)),
+    Option("format", one_of(*FORMATS), "auto", "auto prefers official (the .gz), then jsonl", " | ".join(FORMATS)),
+    Option(
+        "max_references",
+        optional(reference_count),
+        None,
+        "keep the first k of the 11 references, the original first (null: all)",
+        "1 <= int <= 11",
+    ),
+)
+
+
+@takes_options(OPTIONS)
 def load_wmt14_multiref(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """Load the multi-reference newstest2014 sources of one language pair from ``data_dir / path``.
 
@@ -51,7 +76,6 @@ def load_wmt14_multiref(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     (``auto`` prefers the official ``.gz``, then the JSONL; ``official``; ``jsonl``); ``max_references`` (keep the
     first k of the 11 references, the original WMT reference first).
     """
-    _check_option_names(options)
     pair = options.get("pair")
     if pair not in PAIRS:
         raise HarnessError(f"{LOADER} data option 'pair': expected one of {', '.join(PAIRS)}, got {pair!r}")
@@ -200,12 +224,3 @@ def _text(value: object, where: str, name: str) -> str:
     if not text:
         raise HarnessError(f"{where}: field '{name}': empty sentence")
     return text
-
-
-def _check_option_names(options: Mapping[str, Any]) -> None:
-    """A misspelt option would otherwise be ignored silently and the run would use the default."""
-    unknown = sorted(str(k) for k in options if k not in OPTIONS)
-    if unknown:
-        raise HarnessError(
-            f"{LOADER} data option {', '.join(repr(k) for k in unknown)}: unknown; known options: {', '.join(OPTIONS)}"
-        )

@@ -37,10 +37,12 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from harness.data import LoadedData, downloads_allowed, hash_files
+from harness.data import LoadedData, downloads_allowed, hash_files, takes_options
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import GenerationInstance, Instance
+from harness.options import Option, Options, one_of, optional
 from plugins.loaders import downloads
+from plugins.loaders.option_types import count, file_name, folder
 from plugins.loaders.text_files import jsonl_records
 
 LOADER = "writingprompts"
@@ -49,7 +51,6 @@ DEFAULT_PATH = "writingprompts"
 OFFICIAL_DIR = "writingPrompts"
 SPLITS = ("train", "valid", "test")
 FORMATS = ("auto", "official", "jsonl")
-OPTIONS = ("path", "split", "format", "min_stories", "max_stories", "file")
 DEFAULT_MIN_STORIES = 5
 TAG_LENGTH = 7  # len("[ WP ] "), cut from every prompt as the recipe does
 
@@ -59,7 +60,20 @@ DOWNLOAD_TIMEOUT_S = 30.0  # per socket operation
 DOWNLOAD_DEADLINE_S = 3600.0  # whole transfer; the archive is a few hundred MB
 DOWNLOAD_MAX_BYTES = 4 * 1024**3
 
+#: The ``data:`` options of a WritingPrompts task.
+OPTIONS = Options(
+    Option("path", folder, DEFAULT_PATH, "folder under the data root", "str"),
+    Option("split", one_of(*SPLITS), "test", "which split", " | ".join(SPLITS)),
+    Option("format", one_of(*FORMATS), "auto", "auto: the release, else jsonl, else a download", " | ".join(FORMATS)),
+    Option(
+        "min_stories", optional(count), DEFAULT_MIN_STORIES, "keep prompts with this many stories (null: 5)", "int >= 1"
+    ),
+    Option("max_stories", optional(count), None, "keep at most this many stories per prompt (null: all)", "int >= 1"),
+    Option("file", file_name, None, "the JSONL file's name inside path (default writingprompts_{split}.jsonl)", "str"),
+)
 
+
+@takes_options(OPTIONS)
 def load_writingprompts(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """Load the prompts of one WritingPrompts split that have at least ``min_stories`` distinct human stories.
 
@@ -72,11 +86,6 @@ def load_writingprompts(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     The raw files are looked for in ``DATA/path/`` and ``DATA/path/writingPrompts/`` and, when ``path`` is not
     given, ``DATA/writingPrompts/`` (where extracting the tarball into the data root puts them).
     """
-    unknown = sorted(str(k) for k in options if k not in OPTIONS)
-    if unknown:
-        raise HarnessError(
-            f"{LOADER} data option {', '.join(repr(k) for k in unknown)}: unknown; known options: {', '.join(OPTIONS)}"
-        )
     split = options.get("split", "test")
     if split not in SPLITS:
         raise HarnessError(f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {split!r}")

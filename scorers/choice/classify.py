@@ -66,17 +66,17 @@ import math
 import re
 import string
 import unicodedata
-from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import HarnessError, ModelLoadError
-from scorers.arguments import positive_int
+# The base class and its item and result types live in the core; they are importable from here too.
+from harness.classifiers import AnswerClassifier, Classification, ClassifyItem
+from harness.errors import ModelLoadError
+from harness.options import Option, Options, optional, positive_int
 from scorers.probes import semantic
-from scorers.probes.semantic import DEFAULT_MODEL, resolve_device, resolve_model
+from scorers.probes.semantic import DEFAULT_MODEL, device_spec, model_id, resolve_device, resolve_model
 
 #: Cosine an answer needs with its most similar option to be classified by similarity (calibration above).
 DEFAULT_THRESHOLD = 0.25
@@ -84,70 +84,6 @@ DEFAULT_THRESHOLD = 0.25
 CONTAINED_MIN_RATIO = 0.6
 
 HOWS: tuple[str, ...] = ("label", "alias", "text", "similarity", "unclassified")
-
-
-@dataclass(frozen=True)
-class ClassifyItem:
-    """One answer to classify and the item it answers.
-
-    ``options`` are in the item's ORIGINAL order, whatever order the prompt showed them in, so that a
-    classification means the same option across shuffled presentations. ``labels[k]`` is the label option ``k``
-    was shown with (``"3"``, ``"C"``), or ``labels`` is None when the prompt did not show the options, in which
-    case a leading ``3`` in the answer means nothing.
-    """
-
-    text: str
-    options: tuple[str, ...]
-    labels: tuple[str, ...] | None = None
-
-    def __post_init__(self) -> None:
-        if self.labels is not None and len(self.labels) != len(self.options):
-            raise ValueError(f"{len(self.labels)} labels for {len(self.options)} options")
-
-
-@dataclass(frozen=True)
-class Classification:
-    """Which option an answer was mapped to and on what evidence, so results can say how much was guessed.
-
-    ``option`` indexes the item's options in original order (None: unclassified); ``how`` is one of
-    :data:`HOWS`; ``similarity`` is the best cosine whenever similarity was computed, including for answers it
-    left unclassified, so a threshold can be re-examined after the fact.
-    """
-
-    option: int | None
-    how: str
-    similarity: float | None = None
-
-
-class AnswerClassifier(ABC):
-    """Base class for classifiers registered through the ``register_answer_classifiers`` hook.
-
-    Arguments come from the free-generation scorer's ``classifier_args`` (task YAML or ``--task-args``), so a typo
-    must fail loudly before any model runs: the base constructor rejects every argument a subclass did not
-    consume, naming it.
-    """
-
-    #: Registry name: what the free-generation scorer's ``classifier`` argument takes.
-    name: ClassVar[str] = ""
-    #: The arguments the constructor accepts (listed in the error for an unknown one).
-    args: ClassVar[tuple[str, ...]] = ()
-
-    def __init__(self, **args: Any) -> None:
-        if args:
-            names = ", ".join(repr(k) for k in sorted(args))
-            accepted = ", ".join(self.args) or "none"
-            raise HarnessError(f"answer classifier '{self.name}': unknown argument(s) {names} (accepted: {accepted})")
-
-    @abstractmethod
-    def classify(self, items: list[ClassifyItem]) -> list[Classification]:
-        """One classification per item, in order.
-
-        Batched so that a classifier that embeds texts can embed all of a task's answers and options at once.
-        """
-
-    def describe(self) -> dict[str, Any]:
-        """Provenance for ``results.json`` (model, threshold, ...): a mapping is part of the measurement."""
-        return {"classifier": self.name}
 
 
 def normalise(text: str) -> str:
@@ -215,6 +151,13 @@ def match_text(answer: str, options: Sequence[str]) -> int | None:
     return None
 
 
+def _aliases(value: Any) -> dict[str, str]:
+    """A mapping of answer to option text."""
+    if not (isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())):
+        raise ValueError("expected a mapping of answer to option text")
+    return dict(value)
+
+
 def _threshold(value: Any) -> float:
     """A cosine in [-1, 1]; -1 classifies every non-empty answer (what the calibration script records)."""
     if isinstance(value, bool):
@@ -243,39 +186,28 @@ class MatchThenSimilarityClassifier(AnswerClassifier):
     """
 
     name = "match_similarity"
-    args = ("model", "threshold", "device", "batch_size", "aliases")
+    options: ClassVar[Options] = Options(
+        Option("model", model_id, DEFAULT_MODEL, "sentence-transformers model: alias, local path or hub id", "str"),
+        Option("threshold", _threshold, DEFAULT_THRESHOLD, "cosine the most similar option needs", "-1 <= x <= 1"),
+        Option("device", device_spec, "auto", "auto (cuda if available, else cpu), cpu, cuda, cuda:1, ...", "str"),
+        Option("batch_size", positive_int, 64, "texts per encoding batch"),
+        Option(
+            "aliases",
+            optional(_aliases),
+            None,
+            "answers that stand for an option's text, e.g. {yes: Coherent}",
+            "mapping or null",
+        ),
+    )
 
-    def __init__(
-        self,
-        *,
-        model: Any = DEFAULT_MODEL,
-        threshold: Any = DEFAULT_THRESHOLD,
-        device: Any = "auto",
-        batch_size: Any = 64,
-        aliases: Any = None,
-        **unknown: Any,
-    ) -> None:
-        super().__init__(**unknown)
-        if aliases is not None and not (
-            isinstance(aliases, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in aliases.items())
-        ):
-            raise HarnessError(f"answer classifier '{self.name}': aliases: expected a mapping of answer to option text")
-        self.aliases = {normalise(k): normalise(v) for k, v in (aliases or {}).items()}
-        if not isinstance(model, str) or not model:
-            raise HarnessError(f"answer classifier '{self.name}': model: expected a model alias, path or hub id")
-        if not isinstance(device, str) or not device:
-            raise HarnessError(f"answer classifier '{self.name}': device: expected auto, cpu, cuda, ...")
-        try:
-            self.threshold = _threshold(threshold)
-        except ValueError as exc:
-            raise HarnessError(f"answer classifier '{self.name}': threshold: {exc}") from None
-        try:
-            self.batch_size = positive_int(batch_size)
-        except ValueError as exc:
-            raise HarnessError(f"answer classifier '{self.name}': batch_size: {exc}") from None
-        self.model_name = model
-        self.device_name = device
-        self.resolved, self.source = resolve_model(model)
+    def __init__(self, **args: Any) -> None:
+        super().__init__(**args)
+        self.aliases = {normalise(k): normalise(v) for k, v in (self.settings["aliases"] or {}).items()}
+        self.threshold: float = self.settings["threshold"]
+        self.batch_size: int = self.settings["batch_size"]
+        self.model_name: str = self.settings["model"]
+        self.device_name: str = self.settings["device"]
+        self.resolved, self.source = resolve_model(self.model_name)
         self._device: str | None = None
 
     def _model(self) -> Any:

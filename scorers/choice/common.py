@@ -39,10 +39,12 @@ from scipy.special import gammaln, log_softmax, softmax
 
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance, Instance
+from harness.options import Option, Options, one_of, positive_int
+from harness.options import positive_float as _positive_float
+from harness.scorer_args import ArgsScorer
 from harness.scoring import Metric
+from harness.seeding import metric_rngs
 from harness.stats import mean_metric
-from scorers.arguments import ArgsScorer, positive_int
-from scorers.cloze import metric_rngs
 
 CHOICE_RULES: tuple[str, ...] = ("auto", "normalize", "softmax", "argmax")
 #: How ``auto`` treats each kind of score (see the module docstring).
@@ -51,18 +53,13 @@ SCORE_KINDS: tuple[str, ...] = ("log_probability", "probability", "log_scale", "
 SYSTEM_KEYS: frozenset[str] = frozenset({"p", "acc", "tvd", "scores"})
 
 
-def choice_rule(value: Any) -> str:
-    if value not in CHOICE_RULES:
-        raise ValueError(f"expected one of {', '.join(CHOICE_RULES)}, got {value!r}")
-    return str(value)
-
-
 def positive_float(value: Any) -> float:
+    """A finite number > 0, as a float (a temperature)."""
     try:
-        number = float(value)
-    except (TypeError, ValueError):
+        number = _positive_float(value)
+    except ValueError:
         raise ValueError(f"expected a positive number, got {value!r}") from None
-    if isinstance(value, bool) or not number > 0 or not math.isfinite(number):
+    if not math.isfinite(number):
         raise ValueError(f"expected a positive number, got {value!r}")
     return number
 
@@ -218,7 +215,7 @@ def _round(x: float) -> float:
 class ChoiceScorer(ArgsScorer):
     """Base of the multiple-choice methods: one scorer per method, several systems (scores) per method.
 
-    Subclasses set ``name``, ``method`` (the system prefix), ``query_kinds`` and ``systems`` (score name ->
+    Subclasses set ``name``, ``method`` (the system prefix), ``requested_kinds`` and ``systems`` (score name ->
     kind), and implement ``queries`` and ``item_scores`` (per system, the per-order scores in the original
     option order). Human-only runs (``response is None``) give no values.
     """
@@ -226,11 +223,11 @@ class ChoiceScorer(ArgsScorer):
     request_kinds: ClassVar[frozenset[str]] = frozenset({"multiple_choice"})
     method: ClassVar[str] = ""
     systems: dict[str, str] = {}
-    arg_specs: ClassVar[dict[str, tuple[Callable[[Any], Any], Any]]] = {
-        "choice_rule": (choice_rule, "auto"),
-        "choice_temperature": (positive_float, 1.0),
-        "fit_epsilon": (unit_interval, 0.01),
-    }
+    options: ClassVar[Options] = Options(
+        Option("choice_rule", one_of(*CHOICE_RULES), "auto", "how scores become choices", " | ".join(CHOICE_RULES)),
+        Option("choice_temperature", positive_float, 1.0, "temperature of the softmax choice rule", "float > 0"),
+        Option("fit_epsilon", unit_interval, 0.01, "smoothing of the model's choices in fits to humans", "0 <= x < 1"),
+    )
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)

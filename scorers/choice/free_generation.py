@@ -28,14 +28,15 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.choice_prompts import option_labels, option_order, render_choice_prompt
+from harness.classifiers import AnswerClassifier, Classification, ClassifyItem
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance, Instance
+from harness.options import Option, Options, boolean, positive_int
+from harness.options import text as text_value
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
 from harness.scoring import Metric
 from harness.seeding import derive_seed
 from harness.stats import mean_metric
-from scorers.arguments import boolean, positive_int
-from scorers.choice.classify import AnswerClassifier, Classification, ClassifyItem
 from scorers.choice.common import ChoiceScorer, ItemHuman, order_count, positive_float, tvd
 
 DEFAULT_CLASSIFIER = "match_similarity"
@@ -75,17 +76,16 @@ def temperature_label(t: float) -> str:
 class FreeGenerationScorer(ChoiceScorer):
     name: ClassVar[str] = "mcq_free"
     method: ClassVar[str] = "free"
-    query_kinds: ClassVar[frozenset[str]] = frozenset({"generate"})
-    arg_specs: ClassVar[dict[str, tuple[Callable[[Any], Any], Any]]] = {
-        **ChoiceScorer.arg_specs,
-        "temperatures": (temperature_list, (0.1, 0.9)),
-        "samples_per_order": (positive_int, 1),
-        "max_new_tokens": (positive_int, 50),
-        "stop": (stop_list, ()),
-        "show_options": (boolean, False),
-        "classifier": (str, DEFAULT_CLASSIFIER),
-        "classifier_args": (mapping, {}),
-    }
+    requested_kinds: ClassVar[frozenset[str]] = frozenset({"generate"})
+    options: ClassVar[Options] = Options(
+        Option("temperatures", temperature_list, (0.1, 0.9), "sampling temperatures, one system each", "list of float"),
+        Option("samples_per_order", positive_int, 1, "answers drawn per option order and temperature"),
+        Option("max_new_tokens", positive_int, 50, "tokens per answer at most"),
+        Option("stop", stop_list, (), "stop strings besides the model's end of text", "list of str"),
+        Option("show_options", boolean, False, "show the labelled options in the prompt"),
+        Option("classifier", text_value, DEFAULT_CLASSIFIER, "answer classifier (harness ls classifiers)"),
+        Option("classifier_args", mapping, {}, "arguments of the classifier", "mapping"),
+    )
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
@@ -114,7 +114,7 @@ class FreeGenerationScorer(ChoiceScorer):
             source=prompt,
         )
 
-    def queries(self, instance: Instance, params: dict[str, Any], seed: int) -> dict[str, Any]:
+    def requests(self, instance: Instance, params: dict[str, Any], seed: int) -> dict[str, Any]:
         item = self.item(instance)
         n_orders, per_order = order_count(params), self.args["samples_per_order"]
         out: dict[str, Any] = {}

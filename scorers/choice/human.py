@@ -19,27 +19,25 @@ size: a model whose distribution equalled the population's would score lower tha
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from harness.instances import Instance
+from harness.options import Option, Options, positive_int
 from harness.scoring import Metric
+from harness.seeding import metric_rngs
 from harness.stats import mean_metric, split_spread
-from scorers.arguments import positive_int
 from scorers.choice.common import ChoiceScorer, ItemHuman, binomial_loglik, smooth, tvd
-from scorers.cloze import metric_rngs
 
 
 class HumanChoiceScorer(ChoiceScorer):
     name: ClassVar[str] = "mcq_human"
     method: ClassVar[str] = "human"
     systems: dict[str, str] = {}
-    arg_specs: ClassVar[dict[str, tuple[Callable[[Any], Any], Any]]] = {
-        **ChoiceScorer.arg_specs,
-        "n_splits": (positive_int, 10),
-    }
+    options: ClassVar[Options] = Options(
+        Option("n_splits", positive_int, 10, "random split-halves of the people for the human control"),
+    )
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         item = self.item(instance)

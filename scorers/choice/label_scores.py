@@ -16,38 +16,38 @@ choice rule, give the same choice distribution; they differ under other rules. A
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 from harness.choice_prompts import option_labels, option_order, render_choice_prompt
 from harness.instances import ChoiceInstance, Instance
-from harness.requests import NextTokenAnswer, NextTokenQuery
+from harness.options import Option, Options
+from harness.options import text as text_value
+from harness.requests import NextTokenRequest, NextTokenResponse
 from scorers.choice.common import ChoiceScorer, order_count
 
 
 class LabelScorer(ChoiceScorer):
     name: ClassVar[str] = "mcq_label"
     method: ClassVar[str] = "label"
-    query_kinds: ClassVar[frozenset[str]] = frozenset({"next_token"})
+    requested_kinds: ClassVar[frozenset[str]] = frozenset({"next_token"})
     systems: dict[str, str] = {
         "prob": "log_probability",
         "prior_corrected": "log_probability",
         "surprisal_reduction": "log_scale",
     }
-    arg_specs: ClassVar[dict[str, tuple[Callable[[Any], Any], Any]]] = {
-        **ChoiceScorer.arg_specs,
-        "label_prefix": (str, " "),
-    }
+    options: ClassVar[Options] = Options(
+        Option("label_prefix", text_value, " ", "what precedes a label as a continuation"),
+    )
 
-    def queries(self, instance: Instance, params: dict[str, Any], seed: int) -> dict[str, Any]:
+    def requests(self, instance: Instance, params: dict[str, Any], seed: int) -> dict[str, Any]:
         item = self.item(instance)
         labels = option_labels(len(item.options), str(params.get("label_style", "numbers")))
         candidates = tuple(self.args["label_prefix"] + label for label in labels)
         out: dict[str, Any] = {}
         for o in range(order_count(params)):
             order = option_order(item, o, int(params.get("order_seed", 0)))
-            out[f"o{o}/I"] = NextTokenQuery(render_choice_prompt(item, params, order), candidates)
-            out[f"o{o}/I0"] = NextTokenQuery(render_choice_prompt(item, params, order, prior=True), candidates)
+            out[f"o{o}/I"] = NextTokenRequest(render_choice_prompt(item, params, order), candidates)
+            out[f"o{o}/I0"] = NextTokenRequest(render_choice_prompt(item, params, order, prior=True), candidates)
         return out
 
     def item_scores(self, instance: ChoiceInstance, answers: dict[str, Any]) -> dict[str, list[list[float]]]:
@@ -72,7 +72,7 @@ class LabelScorer(ChoiceScorer):
         return scores
 
 
-def _answer(answer: Any) -> NextTokenAnswer:
-    if not isinstance(answer, NextTokenAnswer):
+def _answer(answer: Any) -> NextTokenResponse:
+    if not isinstance(answer, NextTokenResponse):
         raise ValueError(f"expected a next_token answer, got {answer!r}")
     return answer

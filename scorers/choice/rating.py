@@ -13,7 +13,6 @@ scores (the queries are sent once), and ratings have no spread over orders.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
@@ -21,7 +20,8 @@ from scipy.special import softmax
 
 from harness.choice_prompts import render_rating_prompt
 from harness.instances import ChoiceInstance, Instance
-from harness.requests import LoglikelihoodAnswer, LoglikelihoodQuery
+from harness.options import Option, Options
+from harness.requests import LoglikelihoodRequest, LoglikelihoodResponse
 from scorers.choice.common import ChoiceScorer, order_count
 
 #: The four scales, each named by its concept, with its answer phrases from 1 (lowest) to 5.
@@ -49,12 +49,11 @@ def expected_rating(phrase_logprobs: list[float]) -> float:
 class RatingScorer(ChoiceScorer):
     name: ClassVar[str] = "mcq_rating"
     method: ClassVar[str] = "rating"
-    query_kinds: ClassVar[frozenset[str]] = frozenset({"loglikelihood"})
+    requested_kinds: ClassVar[frozenset[str]] = frozenset({"loglikelihood"})
     systems: dict[str, str] = {scale: "rating" for scale in SCALES}
-    arg_specs: ClassVar[dict[str, tuple[Callable[[Any], Any], Any]]] = {
-        **ChoiceScorer.arg_specs,
-        "scales": (scale_list, tuple(SCALES)),
-    }
+    options: ClassVar[Options] = Options(
+        Option("scales", scale_list, tuple(SCALES), f"rating scales among {', '.join(SCALES)}", "list of str"),
+    )
 
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
@@ -62,7 +61,7 @@ class RatingScorer(ChoiceScorer):
         # Only the scales asked for are systems of this instance.
         self.systems = {scale: "rating" for scale in self.scales}
 
-    def queries(self, instance: Instance, params: dict[str, Any], seed: int) -> dict[str, Any]:
+    def requests(self, instance: Instance, params: dict[str, Any], seed: int) -> dict[str, Any]:
         item = self.item(instance)
         out: dict[str, Any] = {}
         for scale in self.scales:
@@ -70,7 +69,7 @@ class RatingScorer(ChoiceScorer):
             for k, text in enumerate(item.options):
                 prompt = render_rating_prompt(item, params, text, phrases)
                 for r, phrase in enumerate(phrases, start=1):
-                    out[f"{scale}/{k}/{r}"] = LoglikelihoodQuery(prompt, " " + phrase)
+                    out[f"{scale}/{k}/{r}"] = LoglikelihoodRequest(prompt, " " + phrase)
         return out
 
     def item_scores(self, instance: ChoiceInstance, answers: dict[str, Any]) -> dict[str, list[list[float]]]:
@@ -86,6 +85,6 @@ class RatingScorer(ChoiceScorer):
 
 
 def _total(answer: Any) -> float:
-    if not isinstance(answer, LoglikelihoodAnswer):
+    if not isinstance(answer, LoglikelihoodResponse):
         raise ValueError(f"expected a loglikelihood answer, got {answer!r}")
     return answer.total

@@ -27,6 +27,8 @@ import numpy as np
 from scipy.stats import kendalltau
 
 from harness.instances import ChoiceInstance, Instance
+from harness.options import Options
+from harness.scorer_args import parse_arguments
 from harness.scoring import Metric, Scorer
 from scorers.choice.common import SYSTEM_KEYS
 
@@ -55,6 +57,11 @@ def _best(systems: list[str], scores: list[float], higher: bool) -> list[str]:
 class RobustnessScorer(Scorer):
     name: ClassVar[str] = "mcq_robustness"
     request_kinds: ClassVar[frozenset[str]] = frozenset({"multiple_choice"})
+    #: No arguments: it reads the other scorers' values and metrics (an argument given to it is a typo).
+    options: ClassVar[Options] = Options()
+
+    def __init__(self, **args: Any) -> None:
+        super().__init__(**parse_arguments(self.options, args, f"scorer '{self.name}'"))
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         return {}

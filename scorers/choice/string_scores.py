@@ -16,22 +16,22 @@ the labelled options in the prompt, in each order's shuffle, as the label method
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, ClassVar
 
 import numpy as np
 
 from harness.choice_prompts import option_order, render_choice_prompt
 from harness.instances import ChoiceInstance, Instance
-from harness.requests import LoglikelihoodAnswer, LoglikelihoodQuery
-from scorers.arguments import boolean
+from harness.options import Option, Options, boolean
+from harness.options import text as text_value
+from harness.requests import LoglikelihoodRequest, LoglikelihoodResponse
 from scorers.choice.common import ChoiceScorer, order_count
 
 
 class StringScorer(ChoiceScorer):
     name: ClassVar[str] = "mcq_string"
     method: ClassVar[str] = "string"
-    query_kinds: ClassVar[frozenset[str]] = frozenset({"loglikelihood"})
+    requested_kinds: ClassVar[frozenset[str]] = frozenset({"loglikelihood"})
     systems: dict[str, str] = {
         "prob": "log_probability",
         "token_prob": "probability",
@@ -39,13 +39,12 @@ class StringScorer(ChoiceScorer):
         "prior_corrected": "log_probability",
         "surprisal_reduction": "log_scale",
     }
-    arg_specs: ClassVar[dict[str, tuple[Callable[[Any], Any], Any]]] = {
-        **ChoiceScorer.arg_specs,
-        "show_options": (boolean, True),
-        "continuation_prefix": (str, " "),
-    }
+    options: ClassVar[Options] = Options(
+        Option("show_options", boolean, True, "show the labelled options in the prompt"),
+        Option("continuation_prefix", text_value, " ", "what precedes an option's text as a continuation"),
+    )
 
-    def queries(self, instance: Instance, params: dict[str, Any], seed: int) -> dict[str, Any]:
+    def requests(self, instance: Instance, params: dict[str, Any], seed: int) -> dict[str, Any]:
         item = self.item(instance)
         out: dict[str, Any] = {}
         for o in range(order_count(params)):
@@ -55,8 +54,8 @@ class StringScorer(ChoiceScorer):
             prior = render_choice_prompt(item, params, shown, prior=True)
             for k, text in enumerate(item.options):
                 continuation = self.args["continuation_prefix"] + text
-                out[f"o{o}/I/{k}"] = LoglikelihoodQuery(prompt, continuation)
-                out[f"o{o}/I0/{k}"] = LoglikelihoodQuery(prior, continuation)
+                out[f"o{o}/I/{k}"] = LoglikelihoodRequest(prompt, continuation)
+                out[f"o{o}/I0/{k}"] = LoglikelihoodRequest(prior, continuation)
         return out
 
     def item_scores(self, instance: ChoiceInstance, answers: dict[str, Any]) -> dict[str, list[list[float]]]:
@@ -79,7 +78,7 @@ class StringScorer(ChoiceScorer):
         return scores
 
 
-def _answer(answer: Any) -> LoglikelihoodAnswer:
-    if not isinstance(answer, LoglikelihoodAnswer) or not answer.token_logprobs:
+def _answer(answer: Any) -> LoglikelihoodResponse:
+    if not isinstance(answer, LoglikelihoodResponse) or not answer.token_logprobs:
         raise ValueError(f"expected a non-empty loglikelihood answer, got {answer!r}")
     return answer

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
+
+from harness.options import OptionError, Options
 
 
 class ProbeUnavailable(Exception):
@@ -27,6 +30,20 @@ class Probe(ABC):
 
     #: Short name used in metric names (``lexical``, ``syntactic``, ``semantic``).
     name: str = ""
+    #: The keyword arguments the constructor accepts (task YAML ``args`` of the scorer that uses the probe).
+    options: ClassVar[Options] = Options()
+
+    @classmethod
+    def parse_options(cls, given: Mapping[str, Any]) -> dict[str, Any]:
+        """``given`` checked against ``options``, converted, with the defaults of the rest.
+
+        A typo in a task YAML must not be ignored: an unknown or bad argument is a ``ValueError`` naming the probe
+        and the argument (``lexical probe: unknown option 'max_token' (accepted: ...)``).
+        """
+        try:
+            return cls.options.parse(given, f"{cls.name} probe")
+        except OptionError as exc:
+            raise ValueError(str(exc)) from None
 
     @property
     @abstractmethod

