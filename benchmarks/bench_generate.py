@@ -10,9 +10,9 @@ For each group of ``--group-size`` inputs (16, as ``harness run`` hands them to 
 
 The two run interleaved, group by group, so a change of machine load during the run hits both. Both stop a sample at
 end-of-sequence, at the stop string (a newline) or after ``max_new_tokens``; tokens generated are counted by the same
-rule for both (``plugins.hf.generator.scan_row``: up to and including the end-of-sequence or stop token).
-``generate`` runs on the model's ``sdpa`` attention; the batched generator switches to its own attention for its
-passes only.
+rule for both (``plugins.hf.generation_text.scan_row``: up to and including the end-of-sequence or stop token).
+``generate`` runs on the model's ``sdpa`` attention; the batched generator's decoding passes read each prompt's
+keys/values through ``plugins.hf.prefix_attention`` (which is ``sdpa`` for any other pass).
 
 Example (the measurement ``docs/generation.md`` reports)::
 
@@ -39,8 +39,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from harness.requests import GenerateRequest  # noqa: E402
-from plugins.hf.generator import DEFAULT_BATCH_SIZE, BatchGenerator, ContinuationDecoder, scan_row  # noqa: E402
+from plugins.hf.generation_text import scan_row  # noqa: E402
+from plugins.hf.generator import DEFAULT_BATCH_SIZE, BatchGenerator  # noqa: E402
 from plugins.hf.loading import load_hf_model  # noqa: E402
+from plugins.hf.tokens import ContinuationDecoder  # noqa: E402
 
 PROMPT = "Simplify the following sentence.\nSentence: {source}\nSimplified sentence:"
 STOP = ("\n",)

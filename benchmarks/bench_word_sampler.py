@@ -41,7 +41,8 @@ if str(REPO) not in sys.path:
 
 from harness.requests import SampleWordsRequest  # noqa: E402
 from plugins.hf.loading import load_hf_model  # noqa: E402
-from plugins.hf.word_sampler import DEFAULT_BATCH_SIZE, TrieWordSampler, encode_context  # noqa: E402
+from plugins.hf.tokens import encode_context  # noqa: E402
+from plugins.hf.word_sampler import DEFAULT_BATCH_SIZE, TrieWordSampler  # noqa: E402
 
 
 @dataclass

@@ -17,20 +17,20 @@ import tempfile
 from pathlib import Path
 
 from harness.models import ModelSpec
-from harness.requests import LoglikelihoodQuery
+from harness.requests import LoglikelihoodRequest
 from plugins.hf.loading import load_hf_model
 from plugins.hf.query_scoring import QueryScorer
 from plugins.openai_api.adapter import OpenAIAdapter
 
 #: The queries behind the documented agreement; tests/test_openai_server.py checks the same ones.
 QUERIES = [
-    LoglikelihoodQuery("The capital of France is", " Paris"),
-    LoglikelihoodQuery("One, two, three,", " four, five"),
-    LoglikelihoodQuery("She opened the door and", " walked into the room."),
-    LoglikelihoodQuery("The cat sat on the", " mat"),
+    LoglikelihoodRequest("The capital of France is", " Paris"),
+    LoglikelihoodRequest("One, two, three,", " four, five"),
+    LoglikelihoodRequest("She opened the door and", " walked into the room."),
+    LoglikelihoodRequest("The cat sat on the", " mat"),
     # " 4" is " " then "4"; " " shares its text with other tokens in the server's alternatives (a collision).
-    LoglikelihoodQuery("Question: What is 2+2?\nAnswer:", " 4"),
-    LoglikelihoodQuery("Question: What is 2+2?\nAnswer: ", "4"),
+    LoglikelihoodRequest("Question: What is 2+2?\nAnswer:", " 4"),
+    LoglikelihoodRequest("Question: What is 2+2?\nAnswer: ", "4"),
 ]
 
 

@@ -1,5 +1,6 @@
-"""End to end on the real generation data sets: human-only references for every task, a real SmolLM2 run with a
-decoding sweep, determinism and resume without the model, and probes reported unavailable where they are."""
+"""End to end on the real generation data sets: human-only references for every task, a model run with a decoding
+sweep, determinism and resume without the model, and probes reported unavailable where they are. Model runs use the
+mock model (fast, in-process) and are repeated with the real SmolLM2 (slow)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,13 @@ import pytest
 from harness.models import ModelSpec
 from harness.results import strip_volatile
 from harness.runner import RunOptions, run
-from tests.helpers import REPO, run_cli, shared_data_dir
+from tests.helpers import REPO, shared_data_dir
 
+#: The model runs: the mock (fast) and the real SmolLM2 (slow).
+MODELS = [
+    pytest.param(ModelSpec("mock", "test"), id="mock"),
+    pytest.param(ModelSpec("hf", "smollm2-135m"), marks=pytest.mark.slow, id="smollm2"),
+]
 PROBE_PREFIXES = ("unigram", "bigram", "trigram", "pos_unigram", "pos_bigram", "pos_trigram", "cosine")
 
 
@@ -80,15 +86,23 @@ def test_writingprompts_on_its_fixture(tmp_path: Path) -> None:
     assert "unigram_h_mean" in results["metrics"]["writingprompts"]
 
 
-@pytest.mark.slow
-def test_model_run_with_a_decoding_sweep_is_deterministic_and_resumes_without_the_model(tmp_path: Path) -> None:
+def slug(model: ModelSpec) -> str:
+    return f"{model.kind}__{model.name}"
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_model_run_with_a_decoding_sweep_is_deterministic_and_resumes_without_the_model(
+    model: ModelSpec, cli: Any, tmp_path: Path
+) -> None:
     data = require("asset", "asset_test.jsonl")
     args = [
         "run",
         "--tasks",
         "asset-test",
         "--model",
-        "hf:smollm2-135m",
+        model.label,
+        "--device",
+        model.device,
         "--limit",
         "4",
         "--task-args",
@@ -96,10 +110,9 @@ def test_model_run_with_a_decoding_sweep_is_deterministic_and_resumes_without_th
         "--data-dir",
         str(data),
     ]
-    first = run_cli(*args, "--output-dir", str(tmp_path / "a"))
+    first = cli(*args, "--output-dir", str(tmp_path / "a"))
     assert "asset-test@top_p=0.9" in first.stdout
-    slug = "hf__smollm2-135m"
-    results = json.loads((tmp_path / "a" / slug / "results.json").read_text())
+    results = json.loads((tmp_path / "a" / slug(model) / "results.json").read_text())
     assert set(results["metrics"]) == {"asset-test@ancestral", "asset-test@top_p=0.9"}
     for task in results["metrics"]:
         metrics = results["metrics"][task]
@@ -109,7 +122,7 @@ def test_model_run_with_a_decoding_sweep_is_deterministic_and_resumes_without_th
         summary = results["responses"][task]
         assert summary["n_samples"] == 12
         assert sum(summary["finish_reasons"].values()) == 12
-        rows = samples(tmp_path / "a", slug, task)
+        rows = samples(tmp_path / "a", slug(model), task)
         assert len(rows[0]["response"]["texts"]) == 3
         assert len(rows[0]["metrics"]["cosine_distances"]["C"]) == 30
     assert results["configs"]["asset-test@top_p=0.9"]["params"]["decoding"] == ["top_p=0.9"]
@@ -118,7 +131,7 @@ def test_model_run_with_a_decoding_sweep_is_deterministic_and_resumes_without_th
     again = run(
         RunOptions(
             tasks=["asset-test"],
-            model=ModelSpec("hf", "smollm2-135m"),
+            model=model,
             task_args={"n_samples": 3, "max_new_tokens": 24, "decoding": "ancestral;top_p=0.9"},
             limit=4,
             output_dir=tmp_path / "a",
@@ -129,10 +142,10 @@ def test_model_run_with_a_decoding_sweep_is_deterministic_and_resumes_without_th
     assert strip_volatile(json.loads(json.dumps(again))) == strip_volatile(results)
 
     # A fresh directory reproduces the samples exactly (seeded per task variant and instance).
-    run_cli(*args, "--output-dir", str(tmp_path / "b"))
+    cli(*args, "--output-dir", str(tmp_path / "b"))
     for task in results["metrics"]:
-        texts_a = [r["response"]["texts"] for r in samples(tmp_path / "a", slug, task)]
-        texts_b = [r["response"]["texts"] for r in samples(tmp_path / "b", slug, task)]
+        texts_a = [r["response"]["texts"] for r in samples(tmp_path / "a", slug(model), task)]
+        texts_b = [r["response"]["texts"] for r in samples(tmp_path / "b", slug(model), task)]
         assert texts_a == texts_b
     # Human metrics do not depend on the model run or the decoding setting.
     human = human_only("asset-test", data, tmp_path / "h", limit=4)
@@ -153,16 +166,16 @@ TASK_DATA = [
 ]
 
 
-@pytest.mark.slow
+@pytest.mark.parametrize("model", MODELS)
 @pytest.mark.parametrize(("task", "folder", "file", "extra"), TASK_DATA, ids=lambda v: v if isinstance(v, str) else "")
-def test_each_task_end_to_end_with_smollm2(
-    task: str, folder: str | None, file: str | None, extra: dict[str, Any], tmp_path: Path
+def test_each_task_end_to_end(
+    task: str, folder: str | None, file: str | None, extra: dict[str, Any], model: ModelSpec, tmp_path: Path
 ) -> None:
     data = require(folder, file) if folder and file else REPO / "tests" / "fixtures"
     results = run(
         RunOptions(
             tasks=[task],
-            model=ModelSpec("hf", "smollm2-135m"),
+            model=model,
             task_args={"n_samples": 3, "max_new_tokens": 16, **extra},
             limit=2,
             output_dir=tmp_path,
@@ -177,11 +190,12 @@ def test_each_task_end_to_end_with_smollm2(
     has_tagger = not task.startswith("wmt14")
     assert ("pos_bigram_w1_mh" in metrics) is has_tagger
     assert ("syntactic" in results["unavailable"].get(name, {})) is not has_tagger
-    rows = samples(tmp_path, "hf__smollm2-135m", name)
+    rows = samples(tmp_path, slug(model), name)
     assert len(rows) == results["n-samples"][name]["effective"]
     for row in rows:
         response = row["response"]
         assert len(response["texts"]) == 3
         assert all(reason in ("eos", "stop", "length") for reason in response["finish_reasons"])
         assert all(1 <= k <= 16 for k in response["n_tokens"])
-    assert results["config"]["model_info"]["generation"]
+    if model.kind == "hf":
+        assert results["config"]["model_info"]["generation"]

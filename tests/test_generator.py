@@ -1,4 +1,6 @@
-"""The batched ``n``-sample generator (``plugins/hf/generator.py``).
+"""The batched ``n``-sample generator (``plugins/hf/generator.py``) and its parts: the stop/end text rules
+(``generation_text.py``), the suffix cache (``suffix_cache.py``), the prefix attention kernel it shares with the word
+sampler (``prefix_attention.py``) and the plain ``generate`` fallback (``plain_generate.py``).
 
 Fast tests check the pieces with exact answers: the stop/end rules, the inverse-transform draw, the warpers against
 ``generate``'s own construction, the suffix cache and the batched prompt attention against a naive computation.
@@ -21,20 +23,18 @@ from scipy import stats
 
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
 from plugins.hf import generator as gen
-from plugins.hf.generator import (
-    BatchGenerator,
-    ContinuationDecoder,
+from plugins.hf.generation_text import finish_row, first_stop, scan_row, validate_request
+from plugins.hf.generator import BatchGenerator, build_warpers, draw_tokens
+from plugins.hf.prefix_attention import (
     GroupPrefix,
     PassPrefix,
-    build_warpers,
-    draw_tokens,
-    finish_row,
-    first_stop,
-    group_prefix_attention,
-    scan_row,
-    validate_request,
+    PrefixBatch,
+    PrefixLayout,
+    SharedPrefix,
+    prefix_attention,
 )
-from plugins.hf.shared_prefix import SharedPrefix
+from plugins.hf.suffix_cache import SuffixLayer
+from plugins.hf.tokens import ContinuationDecoder
 from tests.helpers import tiny_gpt2, tiny_t5
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -148,7 +148,7 @@ def _kv(layer: Any) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def test_suffix_layer_grows_compacts_merges_and_splits() -> None:
-    layer = gen._SuffixLayer(max_length=100)
+    layer = SuffixLayer(max_length=100)
     steps = [torch.randn(4, 2, 1, 3) for _ in range(40)]  # beyond the first capacity (32): one growth
     for t, k in enumerate(steps):
         keys, values = layer.update(k, -k)
@@ -157,23 +157,23 @@ def test_suffix_layer_grows_compacts_merges_and_splits() -> None:
     assert torch.equal(_kv(layer)[0], full) and torch.equal(_kv(layer)[1], -full)
     layer.keep_rows(torch.tensor([0, 2]))
     assert torch.equal(_kv(layer)[0], full[[0, 2]])
-    other = gen._SuffixLayer(max_length=100)
+    other = SuffixLayer(max_length=100)
     for k in steps:
         other.update(k[:1] + 1, k[:1])
-    merged = gen._SuffixLayer.concatenate([layer, other])
+    merged = SuffixLayer.concatenate([layer, other])
     assert torch.equal(_kv(merged)[0], torch.cat([full[[0, 2]], full[:1] + 1]))
     part = merged.take(1, 3)
     new = torch.randn(2, 2, 1, 3)
     keys, _ = part.update(new, new)
     assert torch.equal(keys[:, :, :40], _kv(merged)[0][1:3]) and torch.equal(keys[:, :, 40:], new)
     # Buffers of different capacities (here 64 and 40) merge through their filled parts.
-    short = gen._SuffixLayer(max_length=40)
+    short = SuffixLayer(max_length=40)
     for k in steps:
         short.update(k[:1], k[:1])
-    mixed = gen._SuffixLayer.concatenate([other, short])
+    mixed = SuffixLayer.concatenate([other, short])
     assert torch.equal(_kv(mixed)[0], torch.cat([full[:1] + 1, full[:1]]))
     with pytest.raises(ValueError, match="different lengths"):
-        gen._SuffixLayer.concatenate([part, short])
+        SuffixLayer.concatenate([part, short])
 
 
 def _naive_attention(q: torch.Tensor, prefix_k: torch.Tensor, prefix_v: torch.Tensor, k: torch.Tensor, v: torch.Tensor):
@@ -185,23 +185,32 @@ def _naive_attention(q: torch.Tensor, prefix_k: torch.Tensor, prefix_v: torch.Te
     return torch.einsum("hl,hld->hd", weights, values)
 
 
-def test_group_prefix_attention_matches_naive_softmax() -> None:
+def test_both_prefix_layouts_match_naive_softmax() -> None:
+    """The one kernel, read through the generator's padded layout (rows of prompts in any order) and through the
+    trie sampler's segments (contiguous rows per context): both are a softmax over [prefix keys; own suffix keys]."""
     torch.manual_seed(0)
     kv_heads, q_heads, dim, suffix = 2, 6, 8, 3
     lengths = [5, 2, 7]
     prefixes = [SharedPrefix([torch.randn(kv_heads, n, dim)], [torch.randn(kv_heads, n, dim)]) for n in lengths]
-    group = GroupPrefix(prefixes)
+    module = torch.nn.Module()
+    module.layer_idx = 0  # type: ignore[assignment]
     row_prompts = [0, 0, 2, 1, 1, 1]  # prompts in any order, unequal rows per prompt
+    segments = [(0, 0, 2), (2, 2, 3), (1, 3, 6)]  # the same rows as contiguous segments
+    layouts: dict[str, PrefixLayout] = {
+        "generator": PassPrefix(GroupPrefix(prefixes), row_prompts),
+        "trie": PrefixBatch(prefixes, segments),
+    }
     rows = len(row_prompts)
     query = torch.randn(rows, q_heads, 1, dim)
     key, value = torch.randn(rows, kv_heads, suffix, dim), torch.randn(rows, kv_heads, suffix, dim)
-    module = torch.nn.Module()
-    module.layer_idx = 0  # type: ignore[assignment]
-    out, _ = group_prefix_attention(module, query, key, value, None, group_prefix=PassPrefix(group, row_prompts))
-    assert out.shape == (rows, 1, q_heads, dim)
-    for r, p in enumerate(row_prompts):
-        expected = _naive_attention(query[r, :, 0], prefixes[p].keys[0], prefixes[p].values[0], key[r], value[r])
-        torch.testing.assert_close(out[r, 0], expected, rtol=1e-5, atol=1e-5)
+    for name, layout in layouts.items():
+        out, _ = prefix_attention(module, query, key, value, None, shared_prefix=layout)
+        assert out.shape == (rows, 1, q_heads, dim) and out.dtype == query.dtype, name
+        for r, p in enumerate(row_prompts):
+            expected = _naive_attention(query[r, :, 0], prefixes[p].keys[0], prefixes[p].values[0], key[r], value[r])
+            torch.testing.assert_close(out[r, 0], expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="one new position"):
+        prefix_attention(module, query.expand(rows, q_heads, 2, dim), key, value, None, shared_prefix=layouts["trie"])
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -351,13 +360,13 @@ def test_top_k_1_equals_greedy_generate(
     are merged into one once the first prompt's rows stop, and compacted again when the second prompt's do."""
     generator = BatchGenerator(smollm2.model, smollm2.tokenizer, batch_size=batch_size)
     merges: list[int] = []
-    concatenate = gen._SuffixLayer.concatenate
+    concatenate = SuffixLayer.concatenate
 
     def counting(layers: Any) -> Any:
         merges.append(len(layers))
         return concatenate(layers)
 
-    monkeypatch.setattr(gen._SuffixLayer, "concatenate", staticmethod(counting))
+    monkeypatch.setattr(SuffixLayer, "concatenate", staticmethod(counting))
     responses = generator.generate_many([request for request, _ in greedy_references])
     for (_, expected), response in zip(greedy_references, responses, strict=True):
         assert list(zip(response.texts, response.finish_reasons, response.n_tokens, strict=True)) == [expected] * 2
@@ -496,10 +505,11 @@ def test_seq2seq_checkpoint_loads_and_answers_generate(smollm2: Any, tmp_path: A
     try:
         info = adapter.info()
         assert info["model_class"] == "T5ForConditionalGeneration" and info["generation"] == "generate-seq2seq"
-        response = adapter.generate(GenerateRequest(prompt="", source="simplify: Hi", n=2, seed=0, max_new_tokens=3))
+        request = GenerateRequest(prompt="", source="simplify: Hi", n=2, seed=0, max_new_tokens=3)
+        (response,) = adapter.generate_many([request])
         assert len(response.texts) == 2
         with pytest.raises(HarnessError, match="sequence-to-sequence"):
-            adapter.sample_words(SampleWordsRequest(context="Hi", n=1, seed=0))
+            adapter.sample_words_many([SampleWordsRequest(context="Hi", n=1, seed=0)])
     finally:
         adapter.close()
 
@@ -515,13 +525,13 @@ def test_adapter_answers_generate(smollm2: Any) -> None:
         info = adapter.info()
         assert info["generation"] == "shared-prefix" and info["batch_size"] == 8
         request = GenerateRequest(prompt="The capital of France is", n=3, seed=0, max_new_tokens=6, stop=("\n",))
-        one = adapter.generate(request)
+        (one,) = adapter.generate_many([request])
         many = adapter.generate_many([request, GenerateRequest(prompt="Hello", n=2, seed=1, max_new_tokens=4)])
         assert one == many[0] and len(many[1].texts) == 2
     finally:
         adapter.close()
     with pytest.raises(RuntimeError, match="closed"):
-        adapter.generate(request)
+        adapter.generate_many([request])
 
 
 # --------------------------------------------------------------------------------------------------------------------

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import torch
 
-from harness.errors import ModelLoadError
+from harness.errors import HarnessError, ModelLoadError
 from harness.models import ModelSpec
+from harness.options import OptionError
 from harness.requests import SampleWordsRequest
 from plugins.hf import loading
 from plugins.hf.adapter import HFAdapter
@@ -192,7 +193,7 @@ def test_adapter_answers_sample_words_and_reports_provenance(smollm2: Any) -> No
         assert {"transformers_version", "torch_version", "model_class"} <= set(info)
         json.dumps(info)  # goes into results.json
         req = SampleWordsRequest(context="The capital of France is", n=50, seed=0, mode="exact", max_new_tokens=8)
-        response = adapter.sample_words(req)
+        (response,) = adapter.sample_words_many([req])
         assert response.n_words + sum(response.rejected.values()) == 50
         assert max(response.counts, key=lambda w: response.counts[w]) == "paris"
         assert response.tokens_evaluated >= 6
@@ -200,7 +201,7 @@ def test_adapter_answers_sample_words_and_reports_provenance(smollm2: Any) -> No
         adapter.close()
     adapter.close()  # twice is fine
     with pytest.raises(RuntimeError, match="closed"):
-        adapter.sample_words(req)
+        adapter.sample_words_many([req])
     assert "sample_words" in HFAdapter.supported_requests
 
 
@@ -210,15 +211,57 @@ def test_adapter_bfloat16_option(smollm2: Any) -> None:
     try:
         assert adapter.info()["dtype"] == "bfloat16"
         req = SampleWordsRequest(context="The capital of France is", n=20, seed=0, mode="paper", max_new_tokens=5)
-        assert sum(adapter.sample_words(req).counts.values()) + sum(adapter.sample_words(req).rejected.values()) == 20
+        (response,) = adapter.sample_words_many([req])
+        assert sum(response.counts.values()) + sum(response.rejected.values()) == 20
     finally:
         adapter.close()
 
 
 def test_adapter_rejects_bad_model_args_before_loading() -> None:
-    with pytest.raises(ModelLoadError, match="unknown --model-args for hf: temprature"):
-        HFAdapter(ModelSpec(kind="hf", name="smollm2-135m", args={"temprature": "0.5"}, device="cpu"))
-    with pytest.raises(ModelLoadError, match="trust_remote_code=maybe"):
-        HFAdapter(ModelSpec(kind="hf", name="./no/such/dir", args={"trust_remote_code": "maybe"}, device="cpu"))
-    with pytest.raises(ModelLoadError, match="max_batch=0"):
-        HFAdapter(ModelSpec(kind="hf", name="smollm2-135m", args={"max_batch": "0"}, device="cpu"))
+    """``--model-args`` are read by the adapter's declared options before any load: one-line errors naming the
+    option (``./no/such/dir`` would fail the load; the option error comes first)."""
+    where = "--model-args for hf:./no/such/dir"
+    bad = [
+        ({"temprature": "0.5"}, "unknown option 'temprature' (accepted: contexts_per_pass, dtype, max_batch,"),
+        ({"trust_remote_code": "maybe"}, "option 'trust_remote_code': expected true or false, got 'maybe'"),
+        ({"trust_remote_code": ""}, "option 'trust_remote_code': expected true or false, got ''"),
+        ({"max_batch": "0"}, "option 'max_batch': expected a positive integer, got '0'"),
+        ({"contexts_per_pass": "many"}, "option 'contexts_per_pass': expected a positive integer, got 'many'"),
+        ({"dtype": "int3"}, "option 'dtype': expected one of float32, fp32, bfloat16, bf16, float16, fp16, auto"),
+    ]
+    for args, message in bad:
+        with pytest.raises(OptionError) as info:
+            HFAdapter(ModelSpec(kind="hf", name="./no/such/dir", args=args, device="cpu"))
+        assert str(info.value).startswith(f"{where}: {message}") and "\n" not in str(info.value)
+        assert isinstance(info.value, HarnessError)
+
+
+def test_adapter_options_are_declared_with_their_defaults() -> None:
+    options = HFAdapter.options
+    assert options.names() == ["dtype", "revision", "trust_remote_code", "max_batch", "contexts_per_pass"]
+    assert all(option.help for option in options)
+    assert options.parse({}, "x") == {
+        "dtype": "float32",
+        "revision": None,
+        "trust_remote_code": False,
+        "max_batch": None,
+        "contexts_per_pass": 16,
+    }
+    given = {
+        "dtype": "BF16",
+        "revision": "main",
+        "trust_remote_code": "yes",
+        "max_batch": "8",
+        "contexts_per_pass": "4",
+    }
+    assert options.parse(given, "x") == {
+        "dtype": "bf16",
+        "revision": "main",
+        "trust_remote_code": True,
+        "max_batch": 8,
+        "contexts_per_pass": 4,
+    }
+    # Every name the loader accepts is accepted, and read the way the loader reads it ("" is its default).
+    for name in (*loading.DTYPE_NAMES, "Float32", ""):
+        dtype = options.parse({"dtype": name}, "x")["dtype"]
+        assert resolve_dtype(dtype) == resolve_dtype(name)

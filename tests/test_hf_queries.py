@@ -14,9 +14,13 @@ import numpy as np
 import pytest
 import torch
 
-from harness.requests import LoglikelihoodQuery, NextTokenQuery, SimilarityQuery
+from harness.requests import LoglikelihoodRequest, NextTokenRequest, SimilarityRequest
 from plugins.hf.query_scoring import QueryScorer
 from tests.helpers import tiny_gpt2, tiny_t5
+
+#: Every test here loads the real SmolLM2: the tiny random models are built on its tokenizer (the ``tokenizer``
+#: fixture reads it from the loaded model).
+pytestmark = pytest.mark.slow
 
 # --------------------------------------------------------------------------------------------------------------------
 # Tiny models (random weights, the SmolLM2 tokenizer)
@@ -103,20 +107,20 @@ def _reference_logprobs(model: Any, context_ids: list[int], continuation_ids: li
 
 
 QUERIES = [
-    LoglikelihoodQuery("The capital of France is", " Paris"),
-    LoglikelihoodQuery("The capital of France is", " the city of Lyon, on the Rhone."),
-    LoglikelihoodQuery("The capital of France is", " Rome"),
-    LoglikelihoodQuery("The capital of France is ", "Berlin, of course"),
-    LoglikelihoodQuery("Question: 2 + 2 = ?\nAnswer:", " 4"),
-    LoglikelihoodQuery("Question: 2 + 2 = ?\nAnswer:", " four, since two and two make four"),
-    LoglikelihoodQuery(" ", "Hello world"),
-    LoglikelihoodQuery("Hi", "!"),
-    LoglikelihoodQuery("", "Once upon a time"),
+    LoglikelihoodRequest("The capital of France is", " Paris"),
+    LoglikelihoodRequest("The capital of France is", " the city of Lyon, on the Rhone."),
+    LoglikelihoodRequest("The capital of France is", " Rome"),
+    LoglikelihoodRequest("The capital of France is ", "Berlin, of course"),
+    LoglikelihoodRequest("Question: 2 + 2 = ?\nAnswer:", " 4"),
+    LoglikelihoodRequest("Question: 2 + 2 = ?\nAnswer:", " four, since two and two make four"),
+    LoglikelihoodRequest(" ", "Hello world"),
+    LoglikelihoodRequest("Hi", "!"),
+    LoglikelihoodRequest("", "Once upon a time"),
 ]
 
 
 def _check_against_reference(
-    model: Any, tokenizer: Any, scorer: QueryScorer, queries: list[LoglikelihoodQuery], bos: bool = False
+    model: Any, tokenizer: Any, scorer: QueryScorer, queries: list[LoglikelihoodRequest], bos: bool = False
 ) -> None:
     answers = scorer.loglikelihood_many(queries)
     assert len(answers) == len(queries)
@@ -143,7 +147,6 @@ def test_loglikelihood_matches_full_forward_on_tiny_llama(tiny_llama: Any, token
     assert max(spread) - min(spread) > 5
 
 
-@pytest.mark.slow
 def test_loglikelihood_matches_full_forward_on_smollm2(smollm2: Any) -> None:
     scorer = QueryScorer(smollm2.model, smollm2.tokenizer, device=smollm2.device, batch_size=64)
     _check_against_reference(smollm2.model, smollm2.tokenizer, scorer, QUERIES)
@@ -153,7 +156,6 @@ def test_loglikelihood_matches_full_forward_on_smollm2(smollm2: Any) -> None:
     assert answers[0].tokens == [" Paris"]
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("model_name", ["tiny_llama", "smollm2"])
 def test_batch_size_does_not_change_results(model_name: str, tiny_llama: Any, smollm2: Any) -> None:
     """Rows padded into one pass score as they do alone. SmolLM2 gets 1e-4: its float32 results move by up to
@@ -186,7 +188,7 @@ def test_empty_context_falls_back_to_eos_without_bos(tiny_llama: Any, tokenizer:
 
 def test_empty_continuation_scores_nothing(tiny_llama: Any, tokenizer: Any) -> None:
     scorer = QueryScorer(tiny_llama, tokenizer)
-    (answer,) = scorer.loglikelihood_many([LoglikelihoodQuery("Hello", "")])
+    (answer,) = scorer.loglikelihood_many([LoglikelihoodRequest("Hello", "")])
     assert answer.token_logprobs == [] and answer.tokens == [] and answer.total == 0.0
 
 
@@ -205,15 +207,15 @@ def test_hand_checked_totals_and_next_token(tiny_llama: Any, tokenizer: Any) -> 
         row = logits[len(context_ids) - 1 + j]
         top = row.max()
         expected.append(row[token] - top - np.log(np.exp(row - top).sum()))
-    (answer,) = scorer.loglikelihood_many([LoglikelihoodQuery(context, continuation)])
+    (answer,) = scorer.loglikelihood_many([LoglikelihoodRequest(context, continuation)])
     np.testing.assert_allclose(answer.token_logprobs, expected, atol=1e-4)
     assert answer.total == pytest.approx(float(np.sum(expected)), abs=1e-4)
 
     assert len(tokenizer(" A", add_special_tokens=False)["input_ids"]) == 1
     label, moved = scorer.next_token_many(
-        [NextTokenQuery("Answer:", (" A", " B")), NextTokenQuery("Answer: ", ("A", "B"))]
+        [NextTokenRequest("Answer:", (" A", " B")), NextTokenRequest("Answer: ", ("A", "B"))]
     )
-    (single,) = scorer.loglikelihood_many([LoglikelihoodQuery("Answer:", " A")])
+    (single,) = scorer.loglikelihood_many([LoglikelihoodRequest("Answer:", " A")])
     assert label.n_tokens == [1, 1] and label.tokens == [" A", " B"]
     assert label.logprobs[0] == pytest.approx(single.total, abs=1e-5)
     assert label.logprobs[0] == pytest.approx(expected[0], abs=1e-4)
@@ -227,11 +229,11 @@ def test_contexts_sharing_a_prefix_reuse_its_keys_and_values(smollm2: Any) -> No
     model, tokenizer = smollm2.model, smollm2.tokenizer
     story = "Task: read the story and interpret it.\n\nIn a shop, Lara tries on a dress that is far too long. "
     queries = [
-        LoglikelihoodQuery(story + "Rate: the dress fits.\nAnswer:", " likely"),
-        LoglikelihoodQuery(story + "Rate: the dress fits.\nAnswer:", " very unlikely"),
-        LoglikelihoodQuery(story + "Rate: the dress is too long.\nAnswer:", " likely"),
-        LoglikelihoodQuery(story + "Options:\n1) fits\n2) too long\nAnswer:", " 2"),
-        LoglikelihoodQuery("Something else entirely.", " Yes"),
+        LoglikelihoodRequest(story + "Rate: the dress fits.\nAnswer:", " likely"),
+        LoglikelihoodRequest(story + "Rate: the dress fits.\nAnswer:", " very unlikely"),
+        LoglikelihoodRequest(story + "Rate: the dress is too long.\nAnswer:", " likely"),
+        LoglikelihoodRequest(story + "Options:\n1) fits\n2) too long\nAnswer:", " 2"),
+        LoglikelihoodRequest("Something else entirely.", " Yes"),
     ]
     scorer = QueryScorer(model, tokenizer, batch_size=4)
     run_lengths: list[int] = []
@@ -265,7 +267,7 @@ def test_next_token_counts_tokens_and_scores_whole_candidates(tiny_llama: Any, t
     long_ids = tokenizer(long_candidate, add_special_tokens=False)["input_ids"]
     assert len(long_ids) > 1
     # The context ends in a newline; it moves onto each candidate, so these candidates start with "\n".
-    query = NextTokenQuery("Question: where?\n", ("A", long_candidate.strip()))
+    query = NextTokenRequest("Question: where?\n", ("A", long_candidate.strip()))
     (answer,) = scorer.next_token_many([query])
     a_ids = tokenizer("\nA", add_special_tokens=False)["input_ids"]
     moved_ids = tokenizer("\n" + long_candidate.strip(), add_special_tokens=False)["input_ids"]
@@ -276,11 +278,11 @@ def test_next_token_counts_tokens_and_scores_whole_candidates(tiny_llama: Any, t
     expected = [sum(_reference_logprobs(tiny_llama, context_ids, ids)) for ids in (a_ids, moved_ids)]
     np.testing.assert_allclose(answer.logprobs, expected, atol=1e-4)
 
-    (plain,) = scorer.next_token_many([NextTokenQuery("Answer:", (" A", long_candidate))])
+    (plain,) = scorer.next_token_many([NextTokenRequest("Answer:", (" A", long_candidate))])
     assert plain.n_tokens == [1, len(long_ids)]
     assert plain.tokens[1] == tokenizer.decode([long_ids[0]])
     with pytest.raises(ValueError, match="no tokens"):
-        scorer.next_token_many([NextTokenQuery("Answer:", ("",))])
+        scorer.next_token_many([NextTokenRequest("Answer:", ("",))])
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -305,7 +307,7 @@ def test_similarity_is_the_cosine_of_last_hidden_states(model_name: str, tiny_ll
     scorer = QueryScorer(model, tokenizer, batch_size=2)
     prompt = "The quick brown fox jumps over the lazy dog."
     options = ("A fast fox leaps.", "Stock markets fell sharply today amid fears of inflation.", prompt, "dog")
-    queries = [SimilarityQuery(prompt, options), SimilarityQuery("dog", ("dog", "cat"))]
+    queries = [SimilarityRequest(prompt, options), SimilarityRequest("dog", ("dog", "cat"))]
     answers = scorer.similarity_many(queries)
     for query, answer in zip(queries, answers, strict=True):
         vector = _last_hidden(model, tokenizer(query.prompt, add_special_tokens=False)["input_ids"])
@@ -329,10 +331,10 @@ def test_tiny_gpt2_answers_all_three(tokenizer: Any) -> None:
     scorer = QueryScorer(model, tokenizer, batch_size=4)
     assert scorer.max_length == 128
     _check_against_reference(model, tokenizer, scorer, QUERIES)
-    (answer,) = scorer.next_token_many([NextTokenQuery("Answer:", (" A", " B"))])
-    (single,) = scorer.loglikelihood_many([LoglikelihoodQuery("Answer:", " B")])
+    (answer,) = scorer.next_token_many([NextTokenRequest("Answer:", (" A", " B"))])
+    (single,) = scorer.loglikelihood_many([LoglikelihoodRequest("Answer:", " B")])
     assert answer.logprobs[1] == pytest.approx(single.total, abs=1e-5)
-    (similar,) = scorer.similarity_many([SimilarityQuery("dog", ("dog", "a cat"))])
+    (similar,) = scorer.similarity_many([SimilarityRequest("dog", ("dog", "a cat"))])
     assert similar.cosines[0] == pytest.approx(1.0, abs=1e-6) and -1 <= similar.cosines[1] <= 1
 
 
@@ -341,7 +343,7 @@ def test_long_context_is_left_truncated_like_lm_eval(tokenizer: Any) -> None:
     model = _tiny_gpt2(tokenizer)
     scorer = QueryScorer(model, tokenizer)
     context = " ".join(f"word{i}" for i in range(200))
-    query = LoglikelihoodQuery(context, " and the end")
+    query = LoglikelihoodRequest(context, " and the end")
     context_ids, continuation_ids = _reference_pair(tokenizer, query.context, query.continuation)
     assert len(context_ids) + len(continuation_ids) > 129
     kept = context_ids[len(context_ids) + len(continuation_ids) - 129 :]
@@ -354,10 +356,10 @@ def test_tiny_t5_scores_continuations_as_decoder_targets(tokenizer: Any) -> None
     scorer = QueryScorer(model, tokenizer, batch_size=2)
     assert scorer.seq2seq
     queries = [
-        LoglikelihoodQuery("simplify: The feline reposed. ", "The cat rested."),
-        LoglikelihoodQuery("simplify: The feline reposed.", " The cat slept on the mat for hours"),
-        LoglikelihoodQuery("simplify: The feline reposed.", "Cat"),
-        LoglikelihoodQuery("", "Hello"),
+        LoglikelihoodRequest("simplify: The feline reposed. ", "The cat rested."),
+        LoglikelihoodRequest("simplify: The feline reposed.", " The cat slept on the mat for hours"),
+        LoglikelihoodRequest("simplify: The feline reposed.", "Cat"),
+        LoglikelihoodRequest("", "Hello"),
     ]
     answers = scorer.loglikelihood_many(queries)
     for query, answer in zip(queries, answers, strict=True):
@@ -371,13 +373,13 @@ def test_tiny_t5_scores_continuations_as_decoder_targets(tokenizer: Any) -> None
     spread = [x for a in answers for x in a.token_logprobs]
     assert max(spread) - min(spread) > 1
 
-    (label,) = scorer.next_token_many([NextTokenQuery("simplify: The feline reposed.", ("The cat", " Cat"))])
+    (label,) = scorer.next_token_many([NextTokenRequest("simplify: The feline reposed.", ("The cat", " Cat"))])
     # "The cat" is scored over its tokens, the first tokens of "The cat rested." (a decoder target, like a label).
     assert label.logprobs[0] == pytest.approx(sum(answers[0].token_logprobs[: label.n_tokens[0]]), abs=1e-4)
     assert label.logprobs[1] == pytest.approx(answers[2].total, abs=1e-4)
 
     similarity = scorer.similarity_many(
-        [SimilarityQuery("simplify: The feline reposed.", ("The cat rested.", "A dog", "x", ""))]
+        [SimilarityRequest("simplify: The feline reposed.", ("The cat rested.", "A dog", "x", ""))]
     )
     cosines = similarity[0].cosines
     assert len(cosines) == 4 and all(-1.0 <= c <= 1.0 for c in cosines)
@@ -396,7 +398,6 @@ def test_tiny_t5_scores_continuations_as_decoder_targets(tokenizer: Any) -> None
 # --------------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
 def test_adapter_answers_the_three_queries(smollm2: Any) -> None:
     from harness.models import ModelSpec
     from plugins.hf.adapter import HFAdapter
@@ -404,9 +405,9 @@ def test_adapter_answers_the_three_queries(smollm2: Any) -> None:
     assert {"loglikelihood", "next_token", "similarity"} <= HFAdapter.supported_requests
     adapter = HFAdapter(ModelSpec(kind="hf", name="smollm2-135m", args={"max_batch": "8"}, device="cpu"))
     direct = QueryScorer(smollm2.model, smollm2.tokenizer, batch_size=8)
-    loglikelihood = [LoglikelihoodQuery("The capital of France is", " Paris")]
-    next_token = [NextTokenQuery("Answer:", (" A", " B"))]
-    similarity = [SimilarityQuery("cat", ("dog", "cat"))]
+    loglikelihood = [LoglikelihoodRequest("The capital of France is", " Paris")]
+    next_token = [NextTokenRequest("Answer:", (" A", " B"))]
+    similarity = [SimilarityRequest("cat", ("dog", "cat"))]
     try:
         answer = adapter.loglikelihood_many(loglikelihood)[0]
         assert answer.tokens == [" Paris"]
@@ -421,8 +422,8 @@ def test_adapter_answers_the_three_queries(smollm2: Any) -> None:
         assert model.config._attn_implementation == "harness_shared_prefix"
         story = "Task: interpret the story.\n\nIn a shop, Lara tries on a dress that is far too long for her. "
         queries = [
-            LoglikelihoodQuery(story + "Rate: the dress fits.\nAnswer:", " very unlikely indeed"),
-            LoglikelihoodQuery(story + "Rate: the dress is long.\nAnswer:", " very likely, yes"),
+            LoglikelihoodRequest(story + "Rate: the dress fits.\nAnswer:", " very unlikely indeed"),
+            LoglikelihoodRequest(story + "Rate: the dress is long.\nAnswer:", " very likely, yes"),
         ]
         for query, got in zip(queries, adapter.loglikelihood_many(queries), strict=True):
             context_ids, continuation_ids = _reference_pair(adapter.loaded.tokenizer, query.context, query.continuation)

@@ -1,6 +1,7 @@
-"""``harness leaderboard`` on real finished runs (SmolLM2 on Provo and on an ASSET decoding sweep, and the human-only
+"""``harness leaderboard`` on finished runs (a model on Provo and on an ASSET decoding sweep, and the human-only
 reference): rows, columns and the human control row carry the runs' exact numbers; results that cannot be compared
-are refused, or merged and marked when asked; the figures and the page are written."""
+are refused, or merged and marked when asked; the figures and the page are written. The runs are the mock model's
+(``saved_mock_runs``, fast); the rows-and-columns check is repeated on real SmolLM2 runs (``saved_runs``, slow)."""
 
 from __future__ import annotations
 
@@ -13,13 +14,16 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.leaderboard import build
-from tests.helpers import run_cli
 
-MODEL = "hf:smollm2-135m"
+MODEL = "mock:test"
 
 
-def _results(saved_runs: Path) -> list[Path]:
-    slug = "hf__smollm2-135m"
+def _slug(model: str) -> str:
+    return model.replace(":", "__")
+
+
+def _results(saved_runs: Path, model: str = MODEL) -> list[Path]:
+    slug = _slug(model)
     return [saved_runs / "cloze" / slug / "results.json", saved_runs / "gen" / slug / "results.json",
             saved_runs / "human" / "results.json"]  # fmt: skip
 
@@ -32,14 +36,23 @@ def _row(board: dict[str, Any], label: str) -> dict[str, Any]:
     return next(s for s in board["systems"] if s["label"] == label)
 
 
-@pytest.mark.slow
-def test_rows_columns_and_the_human_control_hold_the_runs_numbers(saved_runs: Path, tmp_path: Path) -> None:
-    cloze, gen, human = (_read(p) for p in _results(saved_runs))
-    proc = run_cli("leaderboard", *map(str, _results(saved_runs)), "-o", str(tmp_path / "board"))
+@pytest.mark.parametrize(
+    ("runs", "model"),
+    [
+        pytest.param("saved_mock_runs", MODEL, id="mock"),
+        pytest.param("saved_runs", "hf:smollm2-135m", marks=pytest.mark.slow, id="smollm2"),
+    ],
+)
+def test_rows_columns_and_the_human_control_hold_the_runs_numbers(
+    runs: str, model: str, request: pytest.FixtureRequest, cli: Any, tmp_path: Path
+) -> None:
+    saved_runs: Path = request.getfixturevalue(runs)
+    cloze, gen, human = (_read(p) for p in _results(saved_runs, model))
+    proc = cli("leaderboard", *map(str, _results(saved_runs, model)), "-o", str(tmp_path / "board"))
     assert "2 systems, 2 tasks (provo, asset-test)" in proc.stdout
     board = _read(tmp_path / "board" / "leaderboard.json")
     # Provo's sampling at temperature 1 and ASSET's ancestral variant are the same system: one row.
-    assert [s["label"] for s in board["systems"]] == [f"{MODEL} · ancestral", f"{MODEL} · top_p=0.9", "human"]
+    assert [s["label"] for s in board["systems"]] == [f"{model} · ancestral", f"{model} · top_p=0.9", "human"]
     ancestral, top_p, people = (_row(board, s["label"]) for s in board["systems"])
     assert ancestral["metrics"]["provo"]["tvd"] == cloze["metrics"]["provo"]["tvd"]
     assert ancestral["metrics"]["asset-test"]["cosine_w1_mh"] == gen["metrics"]["asset-test@ancestral"]["cosine_w1_mh"]
@@ -64,14 +77,13 @@ def test_rows_columns_and_the_human_control_hold_the_runs_numbers(saved_runs: Pa
     assert board["files"]["html"] == "index.html"
     plots = set(board["files"]["plots"])
     assert {"plots/provo-tvd-density.png", "plots/asset-test-w1.png"} <= plots
-    assert "plots/provo-top15-hf_smollm2-135m_ancestral.png" in plots
+    assert f"plots/provo-top15-{model.replace(':', '_')}_ancestral.png" in plots
     for plot in plots:
         assert (tmp_path / "board" / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
-@pytest.mark.slow
-def test_results_that_cannot_be_compared_are_refused_or_marked(saved_runs: Path, tmp_path: Path) -> None:
-    paths = _results(saved_runs)
+def test_results_that_cannot_be_compared_are_refused_or_marked(saved_mock_runs: Path, cli: Any, tmp_path: Path) -> None:
+    paths = _results(saved_mock_runs)
     # The same model run given twice from two places: one system, two sources.
     twice = tmp_path / "twice"
     shutil.copytree(paths[0].parent, twice)
@@ -86,13 +98,13 @@ def test_results_that_cannot_be_compared_are_refused_or_marked(saved_runs: Path,
         HarnessError, match=r"task provo: task version differs \(.*twice/results.json: 2; the others: 1\)"
     ):
         build([paths[0], paths[2], twice / "results.json"], tmp_path / "x", plots=False, html=False)
-    proc = run_cli("leaderboard", str(paths[0]), str(twice / "results.json"), "-o", str(tmp_path / "x"), check=False)
+    proc = cli("leaderboard", str(paths[0]), str(twice / "results.json"), "-o", str(tmp_path / "x"), check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--allow-mixed" in proc.stderr
     board = build([paths[0], paths[2], twice / "results.json"], tmp_path / "mixed", allow_mixed=True)
     assert board["mixed"] == [
         {"task": "provo", "source": str(twice / "results.json"), "differs": ["task version 2, others 1"]}
     ]
-    assert _row(board, "hf:other · ancestral")["mixed"] == {"provo": ["task version 2, others 1"]}
+    assert _row(board, "mock:other · ancestral")["mixed"] == {"provo": ["task version 2, others 1"]}
     assert "mixed" not in _row(board, f"{MODEL} · ancestral")
     assert "merged although not comparable" in (tmp_path / "mixed" / "index.html").read_text()
     with pytest.raises(HarnessError, match="field 'metrics' missing"):

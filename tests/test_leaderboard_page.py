@@ -2,7 +2,9 @@
 selenium): it loads from disk with no console errors, its tables sort, its figures load, the instance view shows
 people and models for a chosen context, and a screenshot of it is not blank.
 
-Skipped where no Chromium is installed, except in CI (``HARNESS_REQUIRE_BROWSER=1``), which installs it."""
+The board is built from the mock model's runs (``saved_mock_runs``): the page's mechanics, not a model's numbers,
+are under test. Slow (a browser is started); skipped where no Chromium is installed, except in CI
+(``HARNESS_REQUIRE_BROWSER=1``), which installs it."""
 
 from __future__ import annotations
 
@@ -17,15 +19,18 @@ import pytest
 
 from harness.leaderboard import build
 
+pytestmark = pytest.mark.slow
+
+MODEL = "mock:test"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 
 
 @pytest.fixture(scope="module")
-def board_dir(saved_runs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def board_dir(saved_mock_runs: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("board")
-    slug = "hf__smollm2-135m"
-    paths = [saved_runs / "cloze" / slug, saved_runs / "gen" / slug, saved_runs / "human"]
+    slug = "mock__test"
+    paths = [saved_mock_runs / "cloze" / slug, saved_mock_runs / "gen" / slug, saved_mock_runs / "human"]
     build(paths, out)
     return out
 
@@ -62,7 +67,6 @@ def _values(driver: Any, table_id: str, column: int) -> list[str]:
     return [row.find_elements("css selector", "td")[column].get_attribute("data-v") for row in rows]
 
 
-@pytest.mark.slow
 def test_the_page_loads_sorts_shows_figures_and_instances(browser: Any, board_dir: Path, tmp_path: Path) -> None:
     browser.get((board_dir / "index.html").as_uri())
     errors = [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
@@ -75,14 +79,14 @@ def test_the_page_loads_sorts_shows_figures_and_instances(browser: Any, board_di
     header = browser.find_elements("css selector", f"#{table} thead th")[column]
     header.click()
     values = [float(v) for v in _values(browser, table, column) if v]
-    assert values == sorted(values) and len(values) == 2  # SmolLM2 and the human control
+    assert values == sorted(values) and len(values) == 2  # the model and the human control
     assert header.get_attribute("aria-sort") == "ascending"
     header.click()
     assert [float(v) for v in _values(browser, table, column) if v] == sorted(values, reverse=True)
     system = browser.find_elements("css selector", "#overview thead th")[0]
     system.click()
     system.click()
-    assert _values(browser, "overview", 0) == ["human", "hf:smollm2-135m · top_p=0.9", "hf:smollm2-135m · ancestral"]
+    assert _values(browser, "overview", 0) == [f"{MODEL} · top_p=0.9", f"{MODEL} · ancestral", "human"]
 
     # Every figure is present and decoded by the browser.
     images = browser.find_elements("css selector", "figure img")
@@ -97,7 +101,7 @@ def test_the_page_loads_sorts_shows_figures_and_instances(browser: Any, board_di
     Select(browser.find_element("id", "instance-task")).select_by_value("provo")
     Select(browser.find_element("id", "instance-item")).select_by_value("2")
     panels = browser.find_elements("css selector", "#instance-view .panel[data-system]")
-    assert [p.get_attribute("data-system") for p in panels] == ["human", "hf:smollm2-135m · ancestral"]
+    assert [p.get_attribute("data-system") for p in panels] == ["human", f"{MODEL} · ancestral"]
     for panel in panels:
         assert 1 <= len(panel.find_elements("css selector", ".bar")) <= 15
     Select(browser.find_element("id", "instance-task")).select_by_value("asset-test")

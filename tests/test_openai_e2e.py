@@ -14,10 +14,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+import pytest
+
 from harness.models import ModelSpec
 from harness.runner import RunOptions, run
 from tests.fault_proxy import Fault, FaultProxy
 from tests.helpers import REPO, require_provo
+
+#: Every test here runs the real llama.cpp server (a subprocess), and one also runs the harness CLI in another.
+pytestmark = pytest.mark.slow
 
 TASK_ARGS = {"n_samples": 5, "max_new_tokens": 8}
 LIMIT = 3

@@ -7,6 +7,7 @@ The upstream answers ``/v1/completions`` with a fixed completion and counts what
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -17,10 +18,11 @@ import pytest
 
 from harness.errors import HarnessError, ModelLoadError
 from harness.models import ModelSpec
+from harness.options import OptionError
 from harness.runner import RunOptions, run
 from plugins.openai_api.adapter import OpenAIAdapter
 from plugins.openai_api.retry import RetryBudgetSpent, RetryPolicy
-from plugins.openai_api.settings import parse_settings
+from plugins.openai_api.settings import OPTIONS, parse_settings
 from plugins.openai_api.transport import ApiCall, ApiTransport
 from tests.fault_proxy import Fault, FaultProxy
 from tests.helpers import REPO
@@ -115,9 +117,9 @@ def test_every_fault_is_retried_and_the_answers_match_a_clean_run(upstream: _Ups
     with FaultProxy(("127.0.0.1", upstream.server_address[1]), faults) as proxy:
         transport = _transport(proxy.url, tmp_path / "faulty")
         started = time.monotonic()
-        answers = transport.run(_calls(12))
+        responses = transport.run(_calls(12))
         elapsed = time.monotonic() - started
-    assert answers == clean
+    assert responses == clean
     assert transport.stats.retries == 5 and transport.stats.sent == 12
     assert set(transport.stats.failures) == {"HTTP 429", "HTTP 500", "timeout", "connection"}
     # Retry-After: 0.3 s is honoured although the backoff alone would wait at most 0.05 s.
@@ -158,17 +160,40 @@ def test_client_errors_are_not_retried_and_never_show_the_key(upstream: _Upstrea
 
 
 def test_model_args_are_checked_before_anything_is_sent(monkeypatch: pytest.MonkeyPatch) -> None:
-    with pytest.raises(ModelLoadError, match="unknown --model-args for openai: temprature"):
+    with pytest.raises(OptionError, match=r"--model-args for openai:m: unknown option 'temprature' \(accepted: api_"):
         parse_settings("m", {"temprature": "1"})
-    with pytest.raises(ModelLoadError, match="concurrency=0: expected an integer >= 1"):
+    with pytest.raises(OptionError, match="option 'concurrency': expected a positive integer, got '0'"):
         parse_settings("m", {"concurrency": "0"})
-    with pytest.raises(ModelLoadError, match="cloze=lists: expected one of independent, list"):
+    with pytest.raises(OptionError, match="option 'cloze': expected one of 'independent', 'list', got 'lists'"):
         parse_settings("m", {"cloze": "lists"})
+    with pytest.raises(OptionError, match="option 'base_url': expected an http:// or https:// URL, got 'ftp://h/v1'"):
+        parse_settings("m", {"base_url": "ftp://h/v1"})
+    with pytest.raises(OptionError, match="option 'retry_budget': expected an integer >= 0, got '-1'"):
+        parse_settings("m", {"retry_budget": "-1"})
+    # One boolean grammar everywhere: the empty string is not a boolean.
+    with pytest.raises(OptionError, match="option 'chat': expected true or false, got ''"):
+        parse_settings("m", {"chat": ""})
+    given = parse_settings(
+        "m", {"base_url": "http://h:1/v1/", "chat": "No", "use_n": "on", "retry_budget": "0", "cache_dir": ""}
+    )
+    assert (given.base_url, given.chat, given.use_n, given.retry_budget, given.cache_dir) == (
+        "http://h:1/v1", False, True, 0, None
+    )
+    default = parse_settings("m", {})
+    assert (default.use_n, default.timeout, default.backoff_max, default.prices) == (None, 60.0, 30.0, None)
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(ModelLoadError, match="api_key_env=OPENAI_API_KEY: the environment variable is not set"):
         parse_settings("gpt-4o-mini", {}).api_key()
     # A local server needs no key.
     assert parse_settings("m", {"base_url": "http://127.0.0.1:1/v1"}).api_key() == "no-key"
+
+
+def test_the_options_are_declared_once_and_documented() -> None:
+    assert OpenAIAdapter.options is OPTIONS
+    assert [line.split("\t")[0] for line in OPTIONS.describe()] == OPTIONS.names()
+    docs = (REPO / "docs" / "api-models.md").read_text().split("## `--model-args`", 1)[1].split("\n## ", 1)[0]
+    rows = [line.split("|")[1] for line in docs.splitlines() if line.startswith("| `")]
+    assert [name for row in rows for name in re.findall(r"`(\w+)`", row)] == OPTIONS.names()
 
 
 def test_price_table(tmp_path: Path) -> None:
@@ -194,5 +219,5 @@ def test_a_chat_endpoint_refuses_loglikelihood_before_the_run(tmp_path: Path) ->
         data_dir=str(REPO / "tests" / "fixtures"),
     )
     # Nothing listens on port 9: the refusal comes before any connection is tried.
-    with pytest.raises(HarnessError, match="cannot answer the 'loglikelihood' queries that scorer 'mcq_string'.*chat"):
+    with pytest.raises(HarnessError, match="cannot answer the 'loglikelihood' requests that scorer 'mcq_string'.*chat"):
         run(options)

@@ -1,8 +1,10 @@
 """``harness score``: a finished run scored again from its samples files, without a model.
 
-Real SmolLM2 runs (Provo, and an ASSET decoding sweep; a few instances each) are scored again: unchanged, they give
-the original results and samples exactly; with scorers removed, added back or given other arguments, only those
-scorers' numbers change; and input that cannot be re-scored is refused with a one-line message."""
+Finished runs (Provo, and an ASSET decoding sweep; a few instances each) are scored again: unchanged, they give the
+original results and samples exactly; with scorers removed, added back or given other arguments, only those
+scorers' numbers change; and input that cannot be re-scored is refused with a one-line message. The runs are the
+mock model's (``saved_mock_runs``, fast); the unchanged-run check is repeated on real SmolLM2 runs (``saved_runs``,
+slow), whose stored outputs are a real model's."""
 
 from __future__ import annotations
 
@@ -16,9 +18,9 @@ import pytest
 from harness.errors import HarnessError
 from harness.rescoring import rescore
 from harness.results import strip_volatile
-from tests.helpers import run_cli, shared_data_dir
+from tests.helpers import shared_data_dir
 
-SLUG = "hf__smollm2-135m"
+SLUG = "mock__test"
 SWEEP = ("asset-test@ancestral", "asset-test@top_p=0.9")
 
 
@@ -32,14 +34,23 @@ def _lines(path: Path) -> list[str]:
     return path.read_text().splitlines()
 
 
-@pytest.mark.slow
-def test_an_unchanged_run_scores_to_the_same_results_and_samples(saved_runs: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("runs", "slug"),
+    [
+        pytest.param("saved_mock_runs", SLUG, id="mock"),
+        pytest.param("saved_runs", "hf__smollm2-135m", marks=pytest.mark.slow, id="smollm2"),
+    ],
+)
+def test_an_unchanged_run_scores_to_the_same_results_and_samples(
+    runs: str, slug: str, request: pytest.FixtureRequest, cli: Any, tmp_path: Path
+) -> None:
+    saved: Path = request.getfixturevalue(runs)
     data = str(shared_data_dir())
     for group, tasks in (("cloze", ("provo",)), ("gen", SWEEP)):
-        run_dir = saved_runs / group / SLUG
+        run_dir = saved / group / slug
         original = json.loads((run_dir / "results.json").read_text())
         out = tmp_path / group
-        proc = run_cli("score", str(run_dir), "--output-dir", str(out), "--data-dir", data)
+        proc = cli("score", str(run_dir), "--output-dir", str(out), "--data-dir", data)
         assert f"wrote {out / 'results.json'}" in proc.stdout
         again = json.loads((out / "results.json").read_text())
         assert set(again["metrics"]) == set(tasks)
@@ -48,15 +59,14 @@ def test_an_unchanged_run_scores_to_the_same_results_and_samples(saved_runs: Pat
         for task in tasks:
             assert _lines(out / f"samples_{task}.jsonl") == _lines(run_dir / f"samples_{task}.jsonl")
     # The human-only run too, and by default next to the run, never over it.
-    human, path = rescore(saved_runs / "human", data_dir=data)
-    assert path == saved_runs / "human" / "rescored" / "results.json"
-    assert _comparable(human) == _comparable(json.loads((saved_runs / "human" / "results.json").read_text()))
+    human, path = rescore(saved / "human", data_dir=data)
+    assert path == saved / "human" / "rescored" / "results.json"
+    assert _comparable(human) == _comparable(json.loads((saved / "human" / "results.json").read_text()))
 
 
-@pytest.mark.slow
-def test_scorers_removed_added_or_reconfigured_change_only_their_numbers(saved_runs: Path, tmp_path: Path) -> None:
+def test_scorers_removed_added_or_reconfigured_change_only_their_numbers(saved_mock_runs: Path, tmp_path: Path) -> None:
     data = str(shared_data_dir())
-    cloze = saved_runs / "cloze" / SLUG
+    cloze = saved_mock_runs / "cloze" / SLUG
     original = json.loads((cloze / "results.json").read_text())["metrics"]["provo"]
     # One samples file, ECE with one bin instead of 10: then ECE is |mean confidence - accuracy|.
     ece1, _ = rescore(
@@ -78,7 +88,7 @@ def test_scorers_removed_added_or_reconfigured_change_only_their_numbers(saved_r
     assert "entropy_model" not in exact["metrics"]["provo"]
 
     # A probe removed from the decoding sweep, then added back to the re-scored run: the original numbers return.
-    gen = saved_runs / "gen" / SLUG
+    gen = saved_mock_runs / "gen" / SLUG
     swept = json.loads((gen / "results.json").read_text())["metrics"]
     fewer, _ = rescore(gen, output_dir=tmp_path / "fewer", scorers="-lexical", data_dir=data)
     for task in SWEEP:
@@ -90,10 +100,9 @@ def test_scorers_removed_added_or_reconfigured_change_only_their_numbers(saved_r
         assert [s["name"] for s in back["configs"][task]["scorers"]] == ["syntactic", "semantic", "lexical"]
 
 
-@pytest.mark.slow
-def test_what_cannot_be_rescored_is_refused_with_one_line(saved_runs: Path, tmp_path: Path) -> None:
+def test_what_cannot_be_rescored_is_refused_with_one_line(saved_mock_runs: Path, cli: Any, tmp_path: Path) -> None:
     data = str(shared_data_dir())
-    cloze = saved_runs / "cloze" / SLUG
+    cloze = saved_mock_runs / "cloze" / SLUG
     with pytest.raises(HarnessError, match="request parameter"):
         rescore(cloze, output_dir=tmp_path / "x", scorer_args={"n_samples": 10}, data_dir=data)
     with pytest.raises(HarnessError, match="either names"):
@@ -112,7 +121,7 @@ def test_what_cannot_be_rescored_is_refused_with_one_line(saved_runs: Path, tmp_
         rescore(copy, data_dir=data)
     # A samples file that lost instances.
     copy = tmp_path / "copy-gen"
-    shutil.copytree(saved_runs / "gen" / SLUG, copy)
+    shutil.copytree(saved_mock_runs / "gen" / SLUG, copy)
     lines = _lines(copy / "samples_asset-test@ancestral.jsonl")
     (copy / "samples_asset-test@ancestral.jsonl").write_text("\n".join(lines[:2]) + "\n")
     with pytest.raises(HarnessError, match="not the 3 the task's loader gives"):
@@ -121,7 +130,7 @@ def test_what_cannot_be_rescored_is_refused_with_one_line(saved_runs: Path, tmp_
     lone = tmp_path / "lone" / "samples_provo.jsonl"
     lone.parent.mkdir()
     lone.write_text("{}\n")
-    proc = run_cli("score", str(lone), check=False)
+    proc = cli("score", str(lone), check=False)
     assert proc.returncode == 2
     expected = f"error: {lone.parent / 'results.json'}: not found; re-scoring needs the run's results.json beside"
     assert proc.stderr.strip().splitlines() == [expected + " its samples"]

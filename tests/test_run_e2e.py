@@ -1,4 +1,6 @@
-"""End to end on the real Provo data: human-only reference, a real SmolLM2 run, determinism, resume after SIGKILL."""
+"""End to end on the real Provo data: the human-only reference, a run of the mock model (complete, deterministic, not
+redone), missing data as one clear line, all in-process (fast); the console script in a subprocess, a real SmolLM2 run
+(deterministic, not redone) and resume after SIGKILL (slow)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,9 +43,9 @@ def stored_ids(store: Path) -> list[str]:
     return ids
 
 
-def test_human_only_reference_on_the_whole_data_set(tmp_path: Path) -> None:
+def test_human_only_reference_on_the_whole_data_set(cli: Any, tmp_path: Path) -> None:
     data = require_provo()
-    run_cli("run", "--tasks", "provo", "--human-only", "--data-dir", str(data), "--output-dir", str(tmp_path))
+    cli("run", "--tasks", "provo", "--human-only", "--data-dir", str(data), "--output-dir", str(tmp_path))
     results = read_results(tmp_path, "human")
     assert results["n-samples"]["provo"] == {"original": 2687, "effective": 2687}
     assert results["config"]["human_only"] is True and results["config"]["model"] == "human"
@@ -57,6 +60,64 @@ def test_human_only_reference_on_the_whole_data_set(tmp_path: Path) -> None:
     assert results["versions"]["provo"] == 1
     samples = read_samples(tmp_path, slug="human")
     assert len(samples) == 2687 and "response" not in samples[0]
+
+
+def test_mock_run_is_complete_and_deterministic(cli: Any, tmp_path: Path) -> None:
+    data = require_provo()
+    args = ["run", "--tasks", "provo", "--model", "mock:test", "--limit", "4", "--task-args", "n_samples=60"]
+    args += ["--data-dir", str(data), "--seed", "3"]
+    first = cli(*args, "--output-dir", str(tmp_path / "a"))
+    assert f"wrote {tmp_path / 'a' / 'mock__test'}/results.json" in first.stdout
+    cli(*args, "--output-dir", str(tmp_path / "b"))
+    a, b = read_results(tmp_path / "a", "mock__test"), read_results(tmp_path / "b", "mock__test")
+    assert strip_volatile(a) == strip_volatile(b)
+    assert read_samples(tmp_path / "a", slug="mock__test") == read_samples(tmp_path / "b", slug="mock__test")
+    assert "model_load_seconds" in a["timing"]
+
+    assert a["config"]["model"] == "mock" and a["config"]["model_name"] == "test"
+    assert a["config"]["random_seed"] == 3
+    assert a["configs"]["provo"]["params"]["n_samples"] == 60
+    assert a["n-samples"]["provo"] == {"original": 2687, "effective": 4}
+    metrics = a["metrics"]["provo"]
+    tvd = metrics["tvd"]
+    assert tvd["higher_is_better"] is False and 0.0 < tvd["value"] <= 1.0
+    assert tvd["ci"][0] <= tvd["value"] <= tvd["ci"][1]
+    assert a["responses"]["provo"]["n_requested"] == 240
+
+    samples = read_samples(tmp_path / "a", slug="mock__test")
+    assert [s["id"] for s in samples] == ["1-2", "1-3", "1-4", "1-5"]
+    first_row = samples[0]
+    assert first_row["doc"] == {"context": "There"} and first_row["target"] == "are"
+    assert first_row["human"]["counts"]["are"] == 16
+    counts = first_row["response"]["counts"]
+    assert sum(counts.values()) + sum(first_row["response"]["rejected"].values()) == 60
+    assert 0.0 <= first_row["metrics"]["tvd"] <= 1.0
+
+    # A finished run is not redone: the second command finds every response stored and loads no model.
+    cli(*args, "--output-dir", str(tmp_path / "a"))
+    again = read_results(tmp_path / "a", "mock__test")
+    assert "model_load_seconds" not in again["timing"]
+    assert strip_volatile(again) == strip_volatile(a)
+
+
+@pytest.mark.slow
+def test_the_console_script_runs_in_a_subprocess(tmp_path: Path) -> None:
+    """The installed ``harness`` entry point (and ``python -m harness``): a run, its output, and a one-line error."""
+    data = require_provo()
+    script = Path(sys.executable).parent / "harness"
+    if not script.is_file():
+        pytest.skip(f"the console script is not installed beside {sys.executable} (pip install -e .)")
+    args = ["run", "--tasks", "provo", "--model", "mock:test", "--limit", "2", "--data-dir", str(data)]
+    env = {**os.environ, "HARNESS_NO_PROGRESS": "1"}
+    proc = subprocess.run(
+        [str(script), *args, "--output-dir", str(tmp_path)], capture_output=True, text=True, env=env, cwd=REPO
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"wrote {tmp_path / 'mock__test'}/results.json" in proc.stdout
+    assert read_results(tmp_path, "mock__test")["n-samples"]["provo"]["effective"] == 2
+    bad = run_cli("run", "--tasks", "provo", "--model", "mock", "--limit", "1", check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "error: --model: expected KIND:NAME (e.g. hf:smollm2-135m), got 'mock'"
 
 
 @pytest.mark.slow
@@ -165,8 +226,9 @@ def test_resume_after_sigkill_matches_uninterrupted_run(tmp_path: Path) -> None:
     assert read_samples(out) == read_samples(tmp_path / "clean")
 
 
-def test_missing_data_is_one_clear_line(tmp_path: Path) -> None:
-    proc = run_cli(
+def test_missing_data_is_one_clear_line(cli: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HARNESS_OFFLINE", "1")
+    proc = cli(
         "run",
         "--tasks",
         "provo",
@@ -176,7 +238,6 @@ def test_missing_data_is_one_clear_line(tmp_path: Path) -> None:
         "--output-dir",
         str(tmp_path / "out"),
         check=False,
-        env={"HARNESS_OFFLINE": "1"},
     )
     assert proc.returncode == 2
     err = proc.stderr.strip()

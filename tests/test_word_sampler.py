@@ -22,7 +22,8 @@ from transformers import GenerationConfig, LlamaConfig
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.text import decide_word, first_complete_word, paper_first_word
 from plugins.hf import word_sampler
-from plugins.hf.word_sampler import TrieWordSampler, continuation_text, sample_words
+from plugins.hf.tokens import continuation_text, encode_context, eos_token_ids
+from plugins.hf.word_sampler import TrieWordSampler, sample_words
 
 # --------------------------------------------------------------------------------------------------------------------
 # A byte-level stub tokenizer and a stub LM with controlled logits
@@ -410,15 +411,15 @@ def test_long_context_keeps_rightmost_tokens() -> None:
     response, model = stub_sample(forced(path), request(context=context, n=5, max_new_tokens=4), max_positions=16)
     assert response.counts == {"cat": 5}
     assert model.call_lengths[0] == 16 - 4
-    ids = word_sampler.encode_context(ByteTokenizer(), model, context, 4)
+    ids = encode_context(ByteTokenizer(), model, context, 4)
     assert ids == [BYTE_BASE + b for b in context.encode()[-12:]]
     # A BOS the tokenizer adds stays in front.
-    ids = word_sampler.encode_context(ByteTokenizer(add_bos=True), model, context, 4)
+    ids = encode_context(ByteTokenizer(add_bos=True), model, context, 4)
     assert ids[0] == BOS and ids[1:] == [BYTE_BASE + b for b in context.encode()[-11:]]
     # An empty context conditions on BOS when there is one, and is an error when there is none.
-    assert word_sampler.encode_context(ByteTokenizer(add_bos=True), model, "", 4) == [BOS]
+    assert encode_context(ByteTokenizer(add_bos=True), model, "", 4) == [BOS]
     with pytest.raises(ValueError, match="empty context"):
-        word_sampler.encode_context(ByteTokenizer(), model, "", 4)
+        encode_context(ByteTokenizer(), model, "", 4)
 
 
 def test_request_validation_and_n_zero() -> None:
@@ -455,8 +456,8 @@ CONTEXT = "There are now rumblings that"
 def _generate_outcomes(smollm2: Any, context: str, n: int, max_new_tokens: int, seed: int) -> dict[str, Counter[str]]:
     """Plain ancestral sampling with ``generate`` (full softmax), then the word of each whole sample, per mode."""
     model, tokenizer = smollm2.model, smollm2.tokenizer
-    ctx = word_sampler.encode_context(tokenizer, model, context, max_new_tokens)
-    eos = word_sampler.eos_token_ids(model, tokenizer)
+    ctx = encode_context(tokenizer, model, context, max_new_tokens)
+    eos = eos_token_ids(model, tokenizer)
     torch.manual_seed(seed)
     with torch.inference_mode():
         out = model.generate(

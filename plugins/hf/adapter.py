@@ -4,9 +4,10 @@ with the batched generator (``plugins.hf.generator``) and the multiple-choice qu
 answer everything but ``sample_words``.
 
 ``--model hf:NAME`` takes a packaged alias (``smollm2-135m``), a local checkpoint directory or a hub id (see
-``plugins.hf.loading``). ``--model-args`` keys: ``dtype`` (float32 | bfloat16 | float16 | auto, default float32),
-``revision`` (hub ids only), ``trust_remote_code`` (default false: a checkpoint's own Python code is only run when
-the user says so), ``max_batch`` (cap on the rows of one forward pass, also under ``--batch-size auto``).
+``plugins.hf.loading``). ``--model-args`` are declared in :attr:`HFAdapter.options` (``harness ls models --options``
+prints them): ``dtype``, ``revision``, ``trust_remote_code`` (default false: a checkpoint's own Python code is only
+run when the user says so), ``max_batch`` (cap on the rows of one forward pass, also under ``--batch-size auto``) and
+``contexts_per_pass``.
 """
 
 from __future__ import annotations
@@ -17,54 +18,40 @@ from typing import Any, ClassVar
 import torch
 from transformers.utils import logging as transformers_logging
 
-from harness.errors import HarnessError, ModelLoadError
+from harness.errors import HarnessError
 from harness.models import ModelAdapter, ModelSpec
+from harness.options import Option, Options, boolean, optional, positive_int, text
 from harness.progress import progress_enabled
 from harness.requests import (
     GenerateRequest,
     GenerateResponse,
-    LoglikelihoodAnswer,
-    LoglikelihoodQuery,
-    NextTokenAnswer,
-    NextTokenQuery,
+    LoglikelihoodRequest,
+    LoglikelihoodResponse,
+    NextTokenRequest,
+    NextTokenResponse,
     SampleWordsRequest,
     SampleWordsResponse,
-    SimilarityAnswer,
-    SimilarityQuery,
+    SimilarityRequest,
+    SimilarityResponse,
 )
 from plugins.hf.generator import BatchGenerator
-from plugins.hf.loading import LoadedModel, load_hf_model
+from plugins.hf.loading import DTYPE_NAMES, LoadedModel, load_hf_model
 from plugins.hf.query_scoring import QueryScorer
 from plugins.hf.word_sampler import TrieWordSampler
 
-#: ``--model-args`` keys this adapter understands; anything else is a typo worth reporting before a long load.
-MODEL_ARGS: tuple[str, ...] = ("dtype", "revision", "trust_remote_code", "max_batch", "contexts_per_pass")
-
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off", "")
-
-
-def _parse_bool(key: str, value: str) -> bool:
-    text = str(value).strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ModelLoadError(f"--model-args {key}={value}: expected true or false")
-
-
-def _parse_positive_int(key: str, value: str) -> int:
-    try:
-        number = int(str(value).strip())
-    except ValueError:
-        number = 0
-    if number < 1:
-        raise ModelLoadError(f"--model-args {key}={value}: expected a positive integer")
-    return number
-
-
 #: Contexts whose trie levels share forward passes (``--model-args contexts_per_pass=N``); see ``sample_many``.
 DEFAULT_CONTEXTS_PER_PASS = 16
+
+
+def _dtype_name(value: Any) -> str:
+    """A dtype name the loader accepts (``plugins.hf.loading.DTYPE_NAMES``, any case), read as the loader reads it
+    (the empty string is the default, float32)."""
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r} ({type(value).__name__})")
+    name = (value or "float32").strip().lower()
+    if name not in DTYPE_NAMES:
+        raise ValueError(f"expected one of {', '.join(DTYPE_NAMES)}, got {value!r}")
+    return name
 
 
 class HFAdapter(ModelAdapter):
@@ -73,25 +60,47 @@ class HFAdapter(ModelAdapter):
     supported_requests: ClassVar[frozenset[str]] = frozenset(
         {"sample_words", "generate", "loglikelihood", "next_token", "similarity"}
     )
+    options: ClassVar[Options] = Options(
+        Option(
+            "dtype",
+            _dtype_name,
+            "float32",
+            "weights and activations; auto keeps the checkpoint's own (bfloat16 is about 3x faster on CPUs with "
+            "AVX512-BF16 but changes the numbers)",
+            type="float32|bfloat16|float16|auto",
+        ),
+        Option("revision", optional(text), None, "branch, tag or commit of a hub id (hub ids only)"),
+        Option("trust_remote_code", boolean, False, "run the checkpoint's own Python code (only if you trust it)"),
+        Option(
+            "max_batch",
+            optional(positive_int),
+            None,
+            "cap on the rows of one forward pass, also under --batch-size auto",
+            type="int >= 1",
+        ),
+        Option(
+            "contexts_per_pass",
+            positive_int,
+            DEFAULT_CONTEXTS_PER_PASS,
+            "sample_words contexts answered in lockstep (their trie levels share forward passes)",
+        ),
+    )
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
-        unknown = sorted(set(spec.args) - set(MODEL_ARGS))
-        if unknown:
-            raise ModelLoadError(f"unknown --model-args for hf: {', '.join(unknown)} (known: {', '.join(MODEL_ARGS)})")
-        max_batch = _parse_positive_int("max_batch", spec.args["max_batch"]) if "max_batch" in spec.args else None
-        group = spec.args.get("contexts_per_pass", str(DEFAULT_CONTEXTS_PER_PASS))
-        self.group_size = _parse_positive_int("contexts_per_pass", group)
+        # Checked before the (long) load: a typo is reported at once, by name, with the accepted list.
+        self.settings = self.options.parse(spec.args, f"--model-args for {spec.label}")
+        self.group_size: int = self.settings["contexts_per_pass"]
         if not progress_enabled():
             transformers_logging.disable_progress_bar()
         self._loaded: LoadedModel | None = load_hf_model(
             spec.name,
             device=spec.device,
-            dtype=spec.args.get("dtype", "float32"),
+            dtype=self.settings["dtype"],
             batch_size=spec.batch_size,
-            max_batch=max_batch,
-            revision=spec.args.get("revision") or None,
-            trust_remote_code=_parse_bool("trust_remote_code", spec.args.get("trust_remote_code", "false")),
+            max_batch=self.settings["max_batch"],
+            revision=self.settings["revision"] or None,
+            trust_remote_code=self.settings["trust_remote_code"],
         )
         self._sampler: TrieWordSampler | None = TrieWordSampler(
             self._loaded.model,
@@ -129,22 +138,15 @@ class HFAdapter(ModelAdapter):
             )
         return self._sampler
 
-    def sample_words(self, request: SampleWordsRequest) -> SampleWordsResponse:
-        """``request.n`` next words after ``request.context`` (see ``docs/word-sampling.md``)."""
-        return self._word_sampler().sample(request)
-
     def sample_words_many(self, requests: list[SampleWordsRequest]) -> list[SampleWordsResponse]:
-        """Answer a group of requests together (their trie levels share forward passes)."""
+        """``request.n`` next words after each request's context (see ``docs/word-sampling.md``); the requests are
+        answered together (their trie levels share forward passes)."""
         return self._word_sampler().sample_many(requests)
 
-    def generate(self, request: GenerateRequest) -> GenerateResponse:
-        """``request.n`` samples for one input (see ``docs/generation.md``)."""
-        return self.generate_many([request])[0]
-
     def generate_many(self, requests: list[GenerateRequest]) -> list[GenerateResponse]:
-        """Answer a group of requests together: each prompt encoded once, the samples of all prompts decoded in
-        the same forward passes (or one ``generate`` call per request for models without shared-prefix attention
-        and for sequence-to-sequence models)."""
+        """``request.n`` samples for each input (see ``docs/generation.md``). The group is answered together: each
+        prompt encoded once, the samples of all prompts decoded in the same forward passes (or one ``generate`` call
+        per request for models without shared-prefix attention and for sequence-to-sequence models)."""
         if self._generator is None:
             raise RuntimeError(f"model {self.spec.label} was closed")
         return self._generator.generate_many(requests)
@@ -154,15 +156,15 @@ class HFAdapter(ModelAdapter):
             raise RuntimeError(f"model {self.spec.label} was closed")
         return self._scorer
 
-    def loglikelihood_many(self, queries: list[LoglikelihoodQuery]) -> list[LoglikelihoodAnswer]:
+    def loglikelihood_many(self, queries: list[LoglikelihoodRequest]) -> list[LoglikelihoodResponse]:
         """Token log-probabilities of each continuation; queries with the same context share its forward pass."""
         return self._query_scorer().loglikelihood_many(queries)
 
-    def next_token_many(self, queries: list[NextTokenQuery]) -> list[NextTokenAnswer]:
+    def next_token_many(self, queries: list[NextTokenRequest]) -> list[NextTokenResponse]:
         """Log-probability of each candidate's first token; one forward pass per distinct context."""
         return self._query_scorer().next_token_many(queries)
 
-    def similarity_many(self, queries: list[SimilarityQuery]) -> list[SimilarityAnswer]:
+    def similarity_many(self, queries: list[SimilarityRequest]) -> list[SimilarityResponse]:
         """Cosines between the model's representations of each prompt and its options."""
         return self._query_scorer().similarity_many(queries)
 

@@ -60,6 +60,8 @@ _DTYPES: dict[str, torch.dtype] = {
     "float16": torch.float16,
     "fp16": torch.float16,
 }
+#: The ``dtype`` names :func:`resolve_dtype` accepts (any case); ``auto`` keeps what the checkpoint declares.
+DTYPE_NAMES: tuple[str, ...] = (*_DTYPES, "auto")
 
 SourceKind = Literal["alias", "local", "hub"]
 

@@ -21,6 +21,11 @@ as a source text is) and score the continuation as the decoder's target, after t
 prepends. Nothing is moved between the two: they are separate sequences, so the context's trailing whitespace and
 the continuation's leading whitespace are stripped (a target starts a fresh sequence; SentencePiece tokenizers such
 as T5's drop that whitespace anyway, and stripping gives byte-level tokenizers the same behaviour).
+
+Why this module is long (over 500 lines): it has one job, one class answering the three query kinds for causal and
+sequence-to-sequence models, and its parts (encoding, the context-reuse cache, batching into passes, the three entry
+points) all work on the same encoded pairs and the same forward-pass batching, so splitting it would spread one
+algorithm over several files.
 """
 
 from __future__ import annotations
@@ -32,12 +37,12 @@ from typing import Any
 import torch
 
 from harness.requests import (
-    LoglikelihoodAnswer,
-    LoglikelihoodQuery,
-    NextTokenAnswer,
-    NextTokenQuery,
-    SimilarityAnswer,
-    SimilarityQuery,
+    LoglikelihoodRequest,
+    LoglikelihoodResponse,
+    NextTokenRequest,
+    NextTokenResponse,
+    SimilarityRequest,
+    SimilarityResponse,
 )
 
 #: Rows per forward pass when the caller gives none (the loader's fixed CPU default).
@@ -201,7 +206,7 @@ class QueryScorer:
     # Entry points
     # ----------------------------------------------------------------------------------------------------------------
 
-    def loglikelihood_many(self, queries: Sequence[LoglikelihoodQuery]) -> list[LoglikelihoodAnswer]:
+    def loglikelihood_many(self, queries: Sequence[LoglikelihoodRequest]) -> list[LoglikelihoodResponse]:
         """Token log-probabilities of every continuation; each distinct (encoded) context runs once."""
         cache: dict[str, list[int]] = {}
         pairs = []
@@ -210,11 +215,11 @@ class QueryScorer:
             pairs.append((self._fit(context_ids, len(continuation_ids)), continuation_ids))
         scores = self._score_pairs(pairs)
         return [
-            LoglikelihoodAnswer(token_logprobs=scores[pair], tokens=[self.token_text(t) for t in pair[1]])
+            LoglikelihoodResponse(token_logprobs=scores[pair], tokens=[self.token_text(t) for t in pair[1]])
             for pair in pairs
         ]
 
-    def next_token_many(self, queries: Sequence[NextTokenQuery]) -> list[NextTokenAnswer]:
+    def next_token_many(self, queries: Sequence[NextTokenRequest]) -> list[NextTokenResponse]:
         """Log-probability of each candidate after the context: its next-token probability when it is one token,
         and the probability of all its tokens when the tokenizer splits it (SmolLM2 encodes ``" 1"`` as ``" "``
         then ``"1"``, so a first-token score would give every numeric label the same value). It is the loglikelihood
@@ -232,7 +237,7 @@ class QueryScorer:
             encoded.append(row)
         scores = self._score_pairs([(c, ids) for row in encoded for c, ids in row])
         return [
-            NextTokenAnswer(
+            NextTokenResponse(
                 logprobs=[float(sum(scores[(c, ids)])) for c, ids in row],
                 tokens=[self.token_text(ids[0]) for _, ids in row],
                 n_tokens=[len(ids) for _, ids in row],
@@ -240,8 +245,8 @@ class QueryScorer:
             for row in encoded
         ]
 
-    def similarity_many(self, queries: Sequence[SimilarityQuery]) -> list[SimilarityAnswer]:
-        """Cosines between prompt and option representations (see ``SimilarityQuery``); each distinct text (causal)
+    def similarity_many(self, queries: Sequence[SimilarityRequest]) -> list[SimilarityResponse]:
+        """Cosines between prompt and option representations (see ``SimilarityRequest``); each distinct text (causal)
         or prompt/option pair (seq2seq) is run once per call."""
         if self.seq2seq:
             prompts, options = self._seq2seq_vectors(queries)
@@ -256,7 +261,7 @@ class QueryScorer:
                 max(-1.0, min(1.0, float(torch.nn.functional.cosine_similarity(a, b, dim=0, eps=1e-12))))
                 for a, b in row
             ]
-            answers.append(SimilarityAnswer(cosines=cosines))
+            answers.append(SimilarityResponse(cosines=cosines))
         return answers
 
     # ----------------------------------------------------------------------------------------------------------------
@@ -496,7 +501,7 @@ class QueryScorer:
 
     @torch.inference_mode()
     def _seq2seq_vectors(
-        self, queries: Sequence[SimilarityQuery]
+        self, queries: Sequence[SimilarityRequest]
     ) -> tuple[dict[str, torch.Tensor], dict[tuple[str, str], torch.Tensor]]:
         """The encoder's last-token state per prompt, and per (prompt, option) the decoder's last state after reading
         the option behind the start token: the option's meaning in the context of the prompt, since an

@@ -16,6 +16,10 @@ distribution with far fewer token positions (see ``docs/word-sampling.md``):
 The word of a sample is a function of its token sequence only, and a leaf is only declared once every extension of
 its prefix yields the same word, so stopping early never changes a sample's word.
 
+For the llama family the context's keys/values are kept once and read through the attention kernel shared with the
+generator (:mod:`plugins.hf.prefix_attention`); texts are decoded and contexts fitted as the generator does
+(:mod:`plugins.hf.tokens`).
+
 Results depend on the request and the model only (one request is processed at a time, traversal order and random
 draws are fixed by ``request.seed``). The batch size changes how rows are grouped into forward passes, which can
 change floating-point rounding; keep it fixed to reproduce results bit for bit.
@@ -34,8 +38,9 @@ import torch
 
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.text import Outcome, decide_word
-from plugins.hf import shared_prefix
-from plugins.hf.shared_prefix import PrefixBatch, SharedPrefix
+from plugins.hf import prefix_attention
+from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
+from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 
 #: Rows per forward pass. Every pass streams all weights once, so a wide trie level wants few, large passes: on 2 CPU
 #: cores one decoding step of SmolLM2-135M runs about 240 positions/s at 64 rows and 330-350 at 256 or more. The
@@ -45,75 +50,6 @@ DEFAULT_BATCH_SIZE = 512
 #: Cap on the key/value bytes gathered for one forward pass: with long contexts fewer rows go into each pass, so
 #: memory stays bounded (the cap depends only on the model and the request, so results stay deterministic).
 DEFAULT_MAX_CACHE_BYTES = 2 * 1024**3
-
-
-#: Context tokens decoded in front of a continuation (see :func:`continuation_text`): enough for any tokenizer's
-#: word-initial-space handling, and independent of the context's length, so long contexts do not slow decoding.
-_DECODE_CONTEXT_TOKENS = 16
-
-
-def continuation_text(tokenizer: Any, context_ids: Sequence[int], tokens: Sequence[int]) -> str:
-    """Decode ``tokens`` as they read after the context.
-
-    The whole token list is decoded at once, never token by token, because byte-level BPE splits multi-byte UTF-8
-    characters over tokens. Decoding the end of the context plus the continuation and removing the decoded context
-    end keeps word-initial spaces for SentencePiece-style tokenizers, which drop a leading space when a continuation
-    is decoded alone. Special tokens (end-of-sequence) are not part of the text.
-    """
-    if not tokens:
-        return ""
-    kwargs = {"skip_special_tokens": True, "clean_up_tokenization_spaces": False}
-    tail = list(context_ids[-_DECODE_CONTEXT_TOKENS:])
-    head = tokenizer.decode(tail, **kwargs)
-    full = tokenizer.decode(tail + list(tokens), **kwargs)
-    if full.startswith(head):
-        return str(full[len(head) :])
-    return str(tokenizer.decode(list(tokens), **kwargs))
-
-
-def eos_token_ids(model: Any, tokenizer: Any) -> frozenset[int]:
-    """End-of-sequence ids as ``generate`` sees them: the generation config's, else the tokenizer's."""
-    config = getattr(model, "generation_config", None)
-    eos = getattr(config, "eos_token_id", None) if config is not None else None
-    if eos is None:
-        eos = getattr(tokenizer, "eos_token_id", None)
-    if eos is None:
-        return frozenset()
-    if isinstance(eos, int):
-        return frozenset({eos})
-    return frozenset(int(t) for t in eos)
-
-
-def _max_context_tokens(model: Any, max_new_tokens: int) -> int | None:
-    config = getattr(model, "config", None)
-    if config is not None and hasattr(config, "get_text_config"):
-        config = config.get_text_config()
-    limit = getattr(config, "max_position_embeddings", None)
-    if not isinstance(limit, int) or limit <= 0:
-        return None
-    return max(1, limit - max_new_tokens)
-
-
-def encode_context(tokenizer: Any, model: Any, context: str, max_new_tokens: int) -> list[int]:
-    """Token ids of ``context`` with the tokenizer's default special tokens, left-truncated to fit the model.
-
-    A context longer than ``max_position_embeddings - max_new_tokens`` keeps its rightmost tokens (the ones that
-    matter most for the next word); a leading BOS token, if the tokenizer adds one, is kept in front. An empty
-    context is replaced by the BOS token, since a forward pass needs at least one position.
-    """
-    ids = [int(t) for t in tokenizer(context)["input_ids"]]
-    bos = getattr(tokenizer, "bos_token_id", None)
-    if not ids:
-        if bos is None:
-            raise ValueError("empty context and the tokenizer has no BOS token to condition on")
-        ids = [int(bos)]
-    limit = _max_context_tokens(model, max_new_tokens)
-    if limit is not None and len(ids) > limit:
-        if bos is not None and ids[0] == bos and limit > 1:
-            ids = [ids[0]] + ids[len(ids) - (limit - 1) :]
-        else:
-            ids = ids[len(ids) - limit :]
-    return ids
 
 
 @dataclass
@@ -218,7 +154,7 @@ class TrieWordSampler:
         self.device = device if device is not None else next(model.parameters()).device
         self.eos = eos_token_ids(model, tokenizer)
         #: Whether the context's keys/values are kept once and the trie caches hold only sampled suffixes.
-        self.shared_prefix = shared_prefix.enable(model) if use_shared_prefix else False
+        self.shared_prefix = prefix_attention.enable(model) if use_shared_prefix else False
         params = inspect.signature(model.forward).parameters
         # Only the last position's logits are needed; skipping the rest saves a vocab-sized matmul per context token.
         self._logits_kwargs: dict[str, Any] = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
@@ -302,13 +238,13 @@ class TrieWordSampler:
         return new_chunks
 
     def _child(
-        self, parent: _Node, row: int, token: int, count: int, context_ids: list[int], request: SampleWordsRequest
+        self, parent: _Node, row: int, token: int, count: int, decoder: ContinuationDecoder, request: SampleWordsRequest
     ) -> _Node:
         """The trie node ``parent + token`` reached by ``count`` samples, with its word outcome decided."""
         tokens = (*parent.tokens, token)
         ended = token in self.eos
         # End-of-sequence adds no text, so an ended child reads exactly like its parent.
-        text = parent.text if ended else continuation_text(self.tokenizer, context_ids, tokens)
+        text = parent.text if ended else decoder(tokens)
         outcome = decide_word(
             text, ended=ended, depth=len(tokens), mode=request.mode, max_new_tokens=request.max_new_tokens
         )
@@ -341,6 +277,7 @@ class TrieWordSampler:
         counts: list[dict[str, int]] = [{} for _ in requests]
         rejected: list[dict[str, int]] = [{} for _ in requests]
         contexts = [encode_context(self.tokenizer, self.model, r.context, r.max_new_tokens) for r in requests]
+        decoders = [ContinuationDecoder(self.tokenizer, ids) for ids in contexts]
         evaluated = [len(ids) if r.n > 0 else 0 for ids, r in zip(contexts, requests, strict=True)]
         live = [i for i, r in enumerate(requests) if r.n > 0]
 
@@ -377,7 +314,7 @@ class TrieWordSampler:
                         parent = parents[row]
                         i = parent.req
                         for token, count in _draw(rngs[i], probs[row - chunk.start], parent.count):
-                            child = self._child(parent, row, token, count, contexts[i], requests[i])
+                            child = self._child(parent, row, token, count, decoders[i], requests[i])
                             kind, value = child.outcome
                             if kind == "word":
                                 counts[i][value] = counts[i].get(value, 0) + child.count

@@ -11,7 +11,7 @@ So the adapter measures the alignment once, on a prompt whose tokens are easy to
 before any real request. With shift ``s``, position ``i``'s distribution is the one listed at ``i - s``; only the
 true shift puts most probe tokens at or near the top of their own position's distribution. Under shift 1 the right
 value of t_i is read from the alternatives listed at ``i - 1``, which holds it whenever t_i is among the
-``echo_logprobs`` most probable tokens there; a token outside them has no recoverable value and the query is refused
+``echo_logprobs`` most probable tokens there; a token outside them has no recoverable value and the request is refused
 (``UnrecoverableToken``) rather than answered with the wrong row. A server that fits neither shift is refused.
 """
 

@@ -1,8 +1,9 @@
-"""``--model-args`` of the ``openai`` adapter, read and checked before anything is sent.
+"""``--model-args`` of the ``openai`` adapter, declared once (``OPTIONS``) and checked before anything is sent.
 
-Every key is validated up front with an error that names it, because a typo found after an hour of API calls is
-an hour lost. The API key itself is never a model argument: ``api_key_env`` names the environment variable that
-holds it, so it cannot end up in ``results.json``, the stored responses or a shell history.
+Every key is checked up front with an error that names it, because a typo found after an hour of API calls is an
+hour lost (``harness.options``: unknown keys, booleans and numbers read with the project's one grammar). The API
+key itself is never a model argument: ``api_key_env`` names the environment variable that holds it, so it cannot end
+up in ``results.json``, the stored responses or a shell history.
 """
 
 from __future__ import annotations
@@ -17,39 +18,123 @@ from urllib.parse import urlparse
 import yaml
 
 from harness.errors import ModelLoadError
+from harness.options import (
+    Option,
+    Options,
+    boolean,
+    integer,
+    number,
+    one_of,
+    optional,
+    positive_float,
+    positive_int,
+    text,
+)
 from plugins.openai_api.cloze import CLOZE_STYLES
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 
-#: Server families whose sampling defaults differ (see ``neutral_sampling``); ``auto`` asks the server.
+#: Server families whose sampling defaults differ (``plugins.openai_api.endpoint``); ``auto`` asks the server.
 SERVERS: tuple[str, ...] = ("auto", "openai", "llama-cpp", "vllm", "other")
 
-#: Keys understood, with what each takes (shown in the error for an unknown key and in docs/api-models.md).
-MODEL_ARGS: dict[str, str] = {
-    "base_url": f"server URL up to /v1 (default {OPENAI_BASE_URL})",
-    "api_key_env": "environment variable holding the API key (default OPENAI_API_KEY)",
-    "chat": "true: /chat/completions; false: /completions (default true)",
-    "server": "auto | openai | llama-cpp | vllm | other (default auto: asked from the server)",
-    "concurrency": "requests in flight at once (default 8)",
-    "timeout": "seconds to wait for one response (default 60)",
-    "max_attempts": "attempts per request before the run stops (default 8)",
-    "retry_budget": "retries allowed over the whole run (default 200)",
-    "backoff": "first backoff wait in seconds, doubled per retry up to backoff_max (default 0.5)",
-    "backoff_max": "longest backoff wait in seconds (default 30)",
-    "use_n": "true: ask for all samples of a prompt in one request with n= (default: true on OpenAI and vLLM)",
-    "seed": "true: send a per-sample seed (default true)",
-    "cloze": "independent | list: how sample_words asks (default independent)",
-    "top_logprobs": "alternatives per position for next-token label scores on chat (default 20)",
-    "echo_logprobs": "alternatives per prompt position asked from a server with shifted echo (default 100)",
-    "price_input": "USD per million prompt tokens",
-    "price_output": "USD per million completion tokens",
-    "price_table": "YAML/JSON file: {model: {input: USD per 1M, output: USD per 1M}}",
-    "instances_per_block": "instances whose requests are sent together (default 16)",
-    "cache_dir": "where API responses are stored (default: the run's output directory, api-cache/)",
-}
 
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
+def http_url(value: Any) -> str:
+    """An ``http://`` or ``https://`` URL, without a trailing slash."""
+    url = text(value).rstrip("/")
+    if urlparse(url).scheme not in ("http", "https"):
+        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    return url
+
+
+def non_negative_int(value: Any) -> int:
+    """An integer >= 0."""
+    try:
+        got = integer(value)
+    except ValueError:
+        raise ValueError(f"expected an integer >= 0, got {value!r}") from None
+    if got < 0:
+        raise ValueError(f"expected an integer >= 0, got {value!r}")
+    return got
+
+
+def non_negative_float(value: Any) -> float:
+    """A number >= 0, as a float."""
+    try:
+        got = float(number(value))
+    except ValueError:
+        raise ValueError(f"expected a number >= 0, got {value!r}") from None
+    if not got >= 0:
+        raise ValueError(f"expected a number >= 0, got {value!r}")
+    return got
+
+
+def directory(value: Any) -> Path | None:
+    """A directory (``~`` expanded); the empty string means none given."""
+    path = text(value)
+    return Path(path).expanduser() if path else None
+
+
+#: The ``--model-args`` of ``openai:MODEL`` (``harness ls models --options``; the table in docs/api-models.md).
+OPTIONS = Options(
+    Option("base_url", http_url, OPENAI_BASE_URL, "server URL up to /v1", type="http(s) URL"),
+    Option("api_key_env", text, "OPENAI_API_KEY", "environment variable holding the API key"),
+    Option("chat", boolean, True, "true: /chat/completions; false: /completions"),
+    Option(
+        "server",
+        one_of(*SERVERS),
+        "auto",
+        "server family, whose sampling defaults are neutralised (auto: asked from the server)",
+        type=" | ".join(SERVERS),
+    ),
+    Option("concurrency", positive_int, 8, "requests in flight at once"),
+    Option("timeout", positive_float, 60.0, "seconds to wait for one response"),
+    Option("max_attempts", positive_int, 8, "attempts per request before the run stops"),
+    Option("retry_budget", non_negative_int, 200, "retries allowed over the whole run", type="int >= 0"),
+    Option(
+        "backoff",
+        non_negative_float,
+        0.5,
+        "first backoff wait in seconds, doubled per retry up to backoff_max",
+        type="float >= 0",
+    ),
+    Option("backoff_max", non_negative_float, 30.0, "longest backoff wait in seconds", type="float >= 0"),
+    Option(
+        "use_n",
+        optional(boolean),
+        None,
+        "true: ask for all samples of a prompt in one request with n= (default: true on OpenAI and vLLM)",
+        type="bool",
+    ),
+    Option("seed", boolean, True, "true: send a per-sample seed"),
+    Option(
+        "cloze",
+        one_of(*CLOZE_STYLES),
+        "independent",
+        "how sample_words asks: one word per request, or one list of n words",
+        type=" | ".join(CLOZE_STYLES),
+    ),
+    Option("top_logprobs", positive_int, 20, "alternatives per position for next-token label scores on chat"),
+    Option(
+        "echo_logprobs", positive_int, 100, "alternatives per prompt position asked from a server with shifted echo"
+    ),
+    Option("price_input", optional(non_negative_float), None, "USD per million prompt tokens", type="float >= 0"),
+    Option("price_output", optional(non_negative_float), None, "USD per million completion tokens", type="float >= 0"),
+    Option(
+        "price_table",
+        optional(text),
+        None,
+        "YAML/JSON file: {model: {input: USD per 1M, output: USD per 1M}} (replaces price_input/price_output)",
+        type="file",
+    ),
+    Option("instances_per_block", positive_int, 16, "instances whose requests are sent together"),
+    Option(
+        "cache_dir",
+        directory,
+        None,
+        "where API responses are stored (default: the run's output directory, api-cache/)",
+        type="directory",
+    ),
+)
 
 
 @dataclass(frozen=True)
@@ -98,26 +183,6 @@ class OpenAISettings:
         return {"input_per_million": self.price_input or 0.0, "output_per_million": self.price_output or 0.0}
 
 
-def _bool(key: str, value: str) -> bool:
-    text = value.strip().lower()
-    if text in _TRUE:
-        return True
-    if text in _FALSE:
-        return False
-    raise ModelLoadError(f"--model-args {key}={value}: expected true or false")
-
-
-def _number(key: str, value: str, *, integer: bool, minimum: float) -> Any:
-    try:
-        number: float = int(value) if integer else float(value)
-    except ValueError:
-        number = minimum - 1
-    if not number >= minimum:
-        what = "an integer" if integer else "a number"
-        raise ModelLoadError(f"--model-args {key}={value}: expected {what} >= {minimum:g}")
-    return number
-
-
 def _price_from_table(path: str, model: str) -> tuple[float, float]:
     file = Path(path).expanduser()
     try:
@@ -137,47 +202,32 @@ def _price_from_table(path: str, model: str) -> tuple[float, float]:
         ) from None
 
 
-def parse_settings(model: str, args: dict[str, str]) -> OpenAISettings:
-    unknown = sorted(set(args) - set(MODEL_ARGS))
-    if unknown:
-        raise ModelLoadError(f"unknown --model-args for openai: {', '.join(unknown)} (known: {', '.join(MODEL_ARGS)})")
-    base_url = args.get("base_url", OPENAI_BASE_URL).rstrip("/")
-    if urlparse(base_url).scheme not in ("http", "https"):
-        raise ModelLoadError(f"--model-args base_url={base_url}: expected an http:// or https:// URL")
-    server = args.get("server", "auto")
-    if server not in SERVERS:
-        raise ModelLoadError(f"--model-args server={server}: expected one of {', '.join(SERVERS)}")
-    cloze = args.get("cloze", "independent")
-    if cloze not in CLOZE_STYLES:
-        raise ModelLoadError(f"--model-args cloze={cloze}: expected one of {', '.join(CLOZE_STYLES)}")
-    prices = {
-        key: _number(key, args[key], integer=False, minimum=0) if key in args else None
-        for key in ("price_input", "price_output")
-    }
-    price_input, price_output = prices["price_input"], prices["price_output"]
-    if "price_table" in args:
-        price_input, price_output = _price_from_table(args["price_table"], model)
+def parse_settings(model: str, args: dict[str, Any]) -> OpenAISettings:
+    """The settings of ``openai:MODEL`` from its ``--model-args``; raises ``OptionError`` or ``ModelLoadError``
+    naming the option at fault."""
+    given = OPTIONS.parse(args, f"--model-args for openai:{model}")
+    price_input, price_output = given["price_input"], given["price_output"]
+    if given["price_table"] is not None:
+        price_input, price_output = _price_from_table(given["price_table"], model)
     return OpenAISettings(
         model=model,
-        base_url=base_url,
-        api_key_env=args.get("api_key_env", "OPENAI_API_KEY"),
-        chat=_bool("chat", args.get("chat", "true")),
-        server=server,
-        concurrency=_number("concurrency", args.get("concurrency", "8"), integer=True, minimum=1),
-        timeout=_number("timeout", args.get("timeout", "60"), integer=False, minimum=0.001),
-        max_attempts=_number("max_attempts", args.get("max_attempts", "8"), integer=True, minimum=1),
-        retry_budget=_number("retry_budget", args.get("retry_budget", "200"), integer=True, minimum=0),
-        backoff=_number("backoff", args.get("backoff", "0.5"), integer=False, minimum=0),
-        backoff_max=_number("backoff_max", args.get("backoff_max", "30"), integer=False, minimum=0),
-        use_n=_bool("use_n", args["use_n"]) if "use_n" in args else None,
-        send_seed=_bool("seed", args.get("seed", "true")),
-        cloze=cloze,
-        top_logprobs=_number("top_logprobs", args.get("top_logprobs", "20"), integer=True, minimum=1),
-        echo_logprobs=_number("echo_logprobs", args.get("echo_logprobs", "100"), integer=True, minimum=1),
+        base_url=given["base_url"],
+        api_key_env=given["api_key_env"],
+        chat=given["chat"],
+        server=given["server"],
+        concurrency=given["concurrency"],
+        timeout=given["timeout"],
+        max_attempts=given["max_attempts"],
+        retry_budget=given["retry_budget"],
+        backoff=given["backoff"],
+        backoff_max=given["backoff_max"],
+        use_n=given["use_n"],
+        send_seed=given["seed"],
+        cloze=given["cloze"],
+        top_logprobs=given["top_logprobs"],
+        echo_logprobs=given["echo_logprobs"],
         price_input=price_input,
         price_output=price_output,
-        instances_per_block=_number(
-            "instances_per_block", args.get("instances_per_block", "16"), integer=True, minimum=1
-        ),
-        cache_dir=Path(args["cache_dir"]).expanduser() if args.get("cache_dir") else None,
+        instances_per_block=given["instances_per_block"],
+        cache_dir=given["cache_dir"],
     )

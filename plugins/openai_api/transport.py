@@ -110,11 +110,11 @@ class ApiTransport:
         unique: dict[str, ApiCall] = {}
         for call in calls:
             unique.setdefault(call.key, call)
-        answers: dict[str, dict[str, Any]] = {}
+        responses: dict[str, dict[str, Any]] = {}
         pending: list[ApiCall] = []
         for key, call in unique.items():
             if key in self.store:
-                answers[key] = self.store.get(key)["response"]
+                responses[key] = self.store.get(key)["response"]
                 self.stats.from_store += 1
             else:
                 pending.append(call)
@@ -127,7 +127,7 @@ class ApiTransport:
                 tasks = [asyncio.ensure_future(self._answer(client, gate, call)) for call in pending]
                 try:
                     for call, result in zip(pending, await asyncio.gather(*tasks), strict=True):
-                        answers[call.key] = result
+                        responses[call.key] = result
                 except BaseException:
                     for task in tasks:
                         task.cancel()
@@ -135,7 +135,7 @@ class ApiTransport:
                     raise
             finally:
                 await client.close()
-        return [answers[call.key] for call in calls]
+        return [responses[call.key] for call in calls]
 
     async def _answer(self, client: openai.AsyncOpenAI, gate: asyncio.Semaphore, call: ApiCall) -> dict[str, Any]:
         what = f"{call.endpoint} call (seed {call.seed}, sample {call.sample})"
