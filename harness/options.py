@@ -95,6 +95,28 @@ def positive_int(value: Any) -> int:
     return number
 
 
+def non_negative_int(value: Any) -> int:
+    """An integer >= 0."""
+    try:
+        got = integer(value)
+    except ValueError:
+        raise ValueError(f"expected an integer >= 0, got {value!r}") from None
+    if got < 0:
+        raise ValueError(f"expected an integer >= 0, got {value!r}")
+    return got
+
+
+def non_negative_float(value: Any) -> float:
+    """A number >= 0, as a float."""
+    try:
+        got = float(_number(value, "a number >= 0"))
+    except ValueError:
+        raise ValueError(f"expected a number >= 0, got {value!r}") from None
+    if not got >= 0:
+        raise ValueError(f"expected a number >= 0, got {value!r}")
+    return got
+
+
 def number(value: Any) -> int | float:
     """A number; an integer stays an integer (so a recorded configuration shows what the user wrote)."""
     return _number(value, "a number")
@@ -175,6 +197,8 @@ class Option:
             "boolean": "bool",
             "integer": "int",
             "positive_int": "int >= 1",
+            "non_negative_int": "int >= 0",
+            "non_negative_float": "float >= 0",
             "number": "number",
             "positive_number": "number > 0",
             "positive_float": "float > 0",

@@ -22,8 +22,8 @@ from harness.options import (
     Option,
     Options,
     boolean,
-    integer,
-    number,
+    non_negative_float,
+    non_negative_int,
     one_of,
     optional,
     positive_float,
@@ -44,28 +44,6 @@ def http_url(value: Any) -> str:
     if urlparse(url).scheme not in ("http", "https"):
         raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
     return url
-
-
-def non_negative_int(value: Any) -> int:
-    """An integer >= 0."""
-    try:
-        got = integer(value)
-    except ValueError:
-        raise ValueError(f"expected an integer >= 0, got {value!r}") from None
-    if got < 0:
-        raise ValueError(f"expected an integer >= 0, got {value!r}")
-    return got
-
-
-def non_negative_float(value: Any) -> float:
-    """A number >= 0, as a float."""
-    try:
-        got = float(number(value))
-    except ValueError:
-        raise ValueError(f"expected a number >= 0, got {value!r}") from None
-    if not got >= 0:
-        raise ValueError(f"expected a number >= 0, got {value!r}")
-    return got
 
 
 def directory(value: Any) -> Path | None:
