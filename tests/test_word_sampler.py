@@ -355,11 +355,11 @@ def test_temperature_scales_logits(temperature: float) -> None:
     assert goodness_of_fit(outcomes(response), plain) < 1e-10
 
 
-def test_temperature_zero_is_greedy() -> None:
-    fn = markov2(seed=5)
-    response, model = stub_sample(fn, request(n=300, temperature=0.0, max_new_tokens=6))
-    assert sum(outcomes(response).values()) == 300 and len(outcomes(response)) == 1
-    assert len(model.evaluated) <= 6  # one path
+def test_temperature_zero_is_refused_by_the_request() -> None:
+    """Word samplers never draw greedily (``harness.kinds.sample_words``): temperature 0 is refused when the request
+    is made, before any sampler sees it."""
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        request(n=300, temperature=0.0, max_new_tokens=6)
 
 
 def test_two_way_split_has_binomial_counts() -> None:
