@@ -7,13 +7,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from harness.decoding import decoding_labels
 from harness.errors import TaskConfigError
 from harness.instances import GenerationInstance
 from harness.plugins import get_registry
 from harness.prompting import render_input
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
-from harness.decoding import decoding_labels
-from harness.plugins import get_registry
 from harness.task_config import load_task_file
 from harness.task_loading import resolve_tasks
 from tests.helpers import REPO
