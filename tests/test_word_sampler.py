@@ -522,12 +522,10 @@ def test_real_model_determinism_and_temperature(smollm2: Any) -> None:
     assert sampler.sample(req).to_record() == first.to_record()
     assert sampler.sample(SampleWordsRequest(**{**req.to_record(), "seed": 6})).to_record() != first.to_record()
     assert first.n_words + sum(first.rejected.values()) == 400
-    # Lower temperature concentrates the mass on the most likely word; temperature 0 is greedy.
+    # Lower temperature concentrates the mass on the most likely word (temperature 0 is refused by the request).
     top = {t: max(sampler.sample(SampleWordsRequest(**{**req.to_record(), "temperature": t})).counts.values())
            for t in (0.5, 1.5)}  # fmt: skip
     assert top[0.5] > max(first.counts.values()) > top[1.5]
-    greedy = sampler.sample(SampleWordsRequest(**{**req.to_record(), "temperature": 0.0}))
-    assert greedy.counts == {"the": 400}
 
 
 @pytest.mark.slow

@@ -1,0 +1,268 @@
+"""Attention over a prefix kept once for many rows: the one attention kernel of the trie word sampler and the batched
+generator.
+
+Both engines continue a context (a Provo context, a prompt) with many rows at once, one new token per row per
+forward pass. Transformers' key/value cache would hold a full copy of the context per row and copy it again whenever
+rows are gathered or a token is appended (on a CPU, ``torch.cat`` and ``index_select`` of context caches were 2/3 of
+the profile of a grouped trie run). Here the cache holds only each row's own generated suffix; each context's keys
+and values (:class:`SharedPrefix`) are kept once, and :func:`prefix_attention` attends each row's single new query
+position to ``[its context's keys; its own suffix keys]``. That is the same attention as ``sdpa`` over the full
+sequence, computed in another order (float rounding differs from ``sdpa`` in the last bits, as it does between any
+two attention kernels).
+
+One function is registered (under :data:`ATTENTION_NAME`, with ``sdpa``'s mask builder) and switched on once per
+model by :func:`enable`, only for model families whose attention layers call transformers' attention registry with
+rotary-embedded, cache-updated keys (the llama family); other models keep their plain per-row cache. A forward pass
+selects the prefix layout by passing ``shared_prefix=`` (a :class:`PrefixLayout`); without it (a context's own
+forward pass, or the multiple-choice scorer's passes on the same model) the function is ``sdpa``. Everything around
+the arithmetic is shared: the entry point and its ``sdpa`` fallback, the one-position check, the grouped-query
+layout (query head ``h * group + r`` reads key/value head ``h``, the grouping transformers' ``repeat_kv``
+implements), the scale, the layer index, the suffix scores and the output layout.
+
+Why two layouts, each with its own arithmetic (this is deliberate, not leftover duplication). Outputs must stay bit
+for bit what they were, and the two engines were tuned to different shapes, so each keeps the exact operations, in
+the same order and dtypes, that produced its recorded results:
+
+* :class:`PrefixBatch` (the trie word sampler): the rows of a pass come as a few segments, one per context, each with
+  its context's keys unpadded. Per segment, the prefix scores (one ``einsum`` against ``[kv_heads, len, d]``) and the
+  suffix scores are concatenated and go through **one** float32 ``torch.softmax``; the normalised weights are cast to
+  the value dtype and the two value products are added in the value dtype.
+* :class:`PassPrefix` over a :class:`GroupPrefix` (the generator): the prompts of a group are padded to one length
+  and masked, so **one** batched ``matmul`` per layer serves every prompt (the per-segment loop above cost 40% of a
+  decoding step with 16 prompts of 10 rows on 2 CPU cores). The prefix and suffix parts are each normalised
+  separately and merged in float32 by the log-sum-exp rule of flash attention, then cast to the query dtype.
+
+The two are equal in exact arithmetic but not in floating point: the softmax normalises before the value products in
+one and after them in the other, the two parts are added in the value dtype in one and in float32 in the other, and
+a padded batched product and a per-segment product are blocked differently. Running either engine on the other's
+arithmetic changes the last bits of its logits, which can change a drawn token and so a recorded output.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+import torch
+
+#: The attention implementation name models are switched to (``model.config._attn_implementation``).
+ATTENTION_NAME = "harness_shared_prefix"
+#: Model types whose attention calls ``ALL_ATTENTION_FUNCTIONS`` with the layout this function expects.
+SUPPORTED_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+
+
+class SharedPrefix:
+    """A context's keys and values per layer (``[kv_heads, context_len, head_dim]``), kept once for all its rows."""
+
+    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+        self.keys = keys
+        self.values = values
+        self.length = int(keys[0].shape[-2]) if keys else 0
+
+    @classmethod
+    def from_cache(cls, cache: Any) -> SharedPrefix:
+        """The prefix held by the batch-1 ``cache`` of a context's own forward pass."""
+        return cls([layer.keys[0] for layer in cache.layers], [layer.values[0] for layer in cache.layers])
+
+
+class PrefixLayout(Protocol):
+    """Which prefix each row of one forward pass reads, and how its attention is computed (module docstring)."""
+
+    def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
+        """Attention output ``[rows, kv_heads, group, d]`` for the grouped queries ``q [rows, kv_heads, group, d]``
+        over the layout's prefixes and the rows' own suffix ``key``/``value [rows, kv_heads, suffix_len, d]``."""
+        ...
+
+
+def suffix_scores(q: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+    """Unscaled scores of every row's query against its own suffix keys, in the model dtype: ``[rows, kv, group, l]``.
+
+    Kept unscaled and in the model dtype because both layouts convert to float32 and scale afterwards, elementwise,
+    exactly as they did when each computed this product itself."""
+    return torch.einsum("bhgd,bhld->bhgl", q, key)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The trie word sampler's layout: segments of rows, one softmax over [prefix; suffix] per segment
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class PrefixBatch:
+    """The prefixes of a group of contexts answered together, and which rows of the current pass read which.
+
+    Rows of one context are contiguous in a trie level, so a pass is a few ``(context, start, end)`` segments; each
+    segment attends to its own context's prefix (of its own length: no padding, no mask).
+    """
+
+    def __init__(self, prefixes: list[SharedPrefix], segments: list[tuple[int, int, int]]) -> None:
+        self.prefixes = prefixes
+        self.segments = segments
+
+    def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
+        scores_suffix = suffix_scores(q, key)
+        out = torch.empty_like(q)
+        for context, start, end in self.segments:
+            prefix = self.prefixes[context]
+            scores_prefix = torch.einsum("bhgd,hcd->bhgc", q[start:end], prefix.keys[layer])
+            scores = torch.cat([scores_prefix, scores_suffix[start:end]], dim=-1).float() * scale
+            weights = torch.softmax(scores, dim=-1).to(value.dtype)
+            part = torch.einsum("bhgc,hcd->bhgd", weights[..., : prefix.length], prefix.values[layer])
+            out[start:end] = part + torch.einsum("bhgl,bhld->bhgd", weights[..., prefix.length :], value[start:end])
+        return out
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The generator's layout: prompts padded to one length, parts merged by log-sum-exp
+# --------------------------------------------------------------------------------------------------------------------
+
+
+class GroupPrefix:
+    """The prompts of a group, their keys/values padded to one length per layer: ``[prompts, kv_heads, max_len, d]``,
+    and an additive mask ``[prompts, 1, 1, max_len]`` (0 on a prompt's positions, -inf on its padding).
+
+    A :class:`PrefixBatch` loops over the prompts of a pass (one segment each) with four small matrix products per
+    segment and layer; with 16 prompts of 10 rows that is about 2,000 tiny kernel calls per step, which took 40% of a
+    decoding step on 2 CPU cores. Padding the prompts to one length lets one batched product per layer serve every
+    prompt.
+    """
+
+    def __init__(self, prefixes: Sequence[SharedPrefix]) -> None:
+        real = [p for p in prefixes if p.length > 0]
+        self.max_length = max(p.length for p in real)
+        n_layers = len(real[0].keys)
+        template = real[0].keys[0]
+        kv_heads, dim = template.shape[0], template.shape[-1]
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+        for layer in range(n_layers):
+            keys = template.new_zeros((len(prefixes), kv_heads, self.max_length, dim))
+            values = template.new_zeros((len(prefixes), kv_heads, self.max_length, dim))
+            for i, prefix in enumerate(prefixes):
+                if prefix.length:
+                    keys[i, :, : prefix.length] = prefix.keys[layer]
+                    values[i, :, : prefix.length] = prefix.values[layer]
+            self.keys.append(keys)
+            self.values.append(values)
+        self.mask = torch.full((len(prefixes), 1, 1, self.max_length), -math.inf, device=template.device)
+        for i, prefix in enumerate(prefixes):
+            self.mask[i, ..., : prefix.length] = 0.0
+        self.lengths = [p.length for p in prefixes]
+
+
+class PassPrefix:
+    """Which prompt each row of one forward pass reads: row ``r`` is query slot ``slot[r]`` of prompt ``prompt[r]``."""
+
+    def __init__(self, group: GroupPrefix, row_prompts: Sequence[int]) -> None:
+        self.group = group
+        slots: list[int] = []
+        seen: dict[int, int] = {}
+        for p in row_prompts:
+            slots.append(seen.get(p, 0))
+            seen[p] = slots[-1] + 1
+        device = group.mask.device
+        self.prompt = torch.tensor(list(row_prompts), dtype=torch.long, device=device)
+        self.slot = torch.tensor(slots, dtype=torch.long, device=device)
+        self.max_rows = max(seen.values())
+
+    def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
+        """The prompt part is one batched product over ``[prompts, kv_heads, rows_per_prompt * group, max_len]``
+        (rows scattered into per-prompt query blocks); the suffix part one product over the rows. With ``o``, ``l``
+        and ``m`` each part's unnormalised output, sum and maximum, and ``m`` the larger maximum:
+        ``out = (o_p e^(m_p - m) + o_s e^(m_s - m)) / (l_p e^(m_p - m) + l_s e^(m_s - m))``, which is a softmax
+        over the concatenation of the two parts."""
+        _, kv_heads, group, dim = q.shape
+        prefix = self.group
+        n_prompts, max_rows = len(prefix.lengths), self.max_rows
+
+        blocks = q.new_zeros((n_prompts, max_rows, kv_heads, group, dim))
+        blocks[self.prompt, self.slot] = q
+        blocks = blocks.permute(0, 2, 1, 3, 4).reshape(n_prompts, kv_heads, max_rows * group, dim)
+        scores = torch.matmul(blocks, prefix.keys[layer].transpose(-1, -2)).float() * scale + prefix.mask
+        m_prefix = scores.amax(dim=-1, keepdim=True)
+        weights = torch.exp(scores - m_prefix)
+        l_prefix = weights.sum(dim=-1, keepdim=True)
+        o_prefix = torch.matmul(weights.to(value.dtype), prefix.values[layer]).float()
+
+        def to_rows(t: torch.Tensor) -> torch.Tensor:
+            """``[prompts, kv_heads, max_rows * group, x]`` back to ``[rows, kv_heads, group, x]``."""
+            t = t.reshape(n_prompts, kv_heads, max_rows, group, t.shape[-1]).permute(0, 2, 1, 3, 4)
+            return t[self.prompt, self.slot]
+
+        scores_suffix = suffix_scores(q, key).float() * scale
+        m_suffix = scores_suffix.amax(dim=-1, keepdim=True)
+        weights_suffix = torch.exp(scores_suffix - m_suffix)
+        l_suffix = weights_suffix.sum(dim=-1, keepdim=True)
+        o_suffix = torch.einsum("bhgl,bhld->bhgd", weights_suffix.to(value.dtype), value).float()
+
+        m_prefix, l_prefix, o_prefix = to_rows(m_prefix), to_rows(l_prefix), to_rows(o_prefix)
+        m = torch.maximum(m_prefix, m_suffix)
+        a, b = torch.exp(m_prefix - m), torch.exp(m_suffix - m)
+        return ((o_prefix * a + o_suffix * b) / (l_prefix * a + l_suffix * b)).to(q.dtype)
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The kernel and its registration
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def prefix_attention(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    shared_prefix: PrefixLayout | None = None,
+    **kwargs: Any,
+) -> tuple[torch.Tensor, None]:
+    """Attention of each row's ``query`` over its prefix (read through the ``shared_prefix`` layout) and its own
+    cached suffix ``key``/``value``; transformers' ``sdpa`` attention when no layout is given.
+
+    Shapes: ``query [rows, q_heads, 1, d]``, ``key``/``value [rows, kv_heads, suffix_len, d]``; returns
+    ``[rows, 1, q_heads, d]`` as transformers' attention functions do.
+    """
+    if shared_prefix is None:
+        from transformers.integrations.sdpa_attention import sdpa_attention_forward
+
+        return sdpa_attention_forward(
+            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
+        )
+    rows, q_heads, q_len, dim = query.shape
+    if q_len != 1:
+        raise ValueError("shared-prefix attention takes one new position per row")
+    kv_heads = key.shape[1]
+    scale = scaling if scaling is not None else dim**-0.5
+    layer = int(getattr(module, "layer_idx"))  # noqa: B009 - set by transformers on every attention layer
+    # Query head h*group + r reads key/value head h (the grouping transformers' repeat_kv implements).
+    q = query.reshape(rows, kv_heads, q_heads // kv_heads, dim)
+    out = shared_prefix.attend(q, key, value, layer, scale)
+    return out.reshape(rows, q_heads, 1, dim).transpose(1, 2), None
+
+
+def enable(model: Any) -> bool:
+    """Switch ``model`` to :func:`prefix_attention` if its family supports it; returns whether it did."""
+    config = getattr(model, "config", None)
+    if config is None or getattr(config, "model_type", None) not in SUPPORTED_MODEL_TYPES:
+        return False
+    if getattr(config, "_attn_implementation", None) not in ("sdpa", ATTENTION_NAME):
+        return False
+    register_attention(ATTENTION_NAME, prefix_attention)
+    model.set_attn_implementation(ATTENTION_NAME)
+    return True
+
+
+def register_attention(name: str, function: Any) -> None:
+    """Register an attention function under ``name`` together with ``sdpa``'s mask builder.
+
+    Transformers builds the attention mask by the implementation's name; a name it has no mask builder for gets
+    the raw 2-D padding mask passed through, and ``sdpa`` then reads a forward pass over cached keys (a prompt
+    continued after a cache, as the multiple-choice scorer runs) with the wrong causal alignment. The function here
+    falls back to ``sdpa`` when no prefix layout is given, so it takes ``sdpa``'s mask.
+    """
+    from transformers import AttentionInterface
+    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
+
+    AttentionInterface.register(name, function)
+    AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])

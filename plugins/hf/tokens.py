@@ -1,0 +1,95 @@
+"""Between text and token ids, one way for both sampling engines (the trie word sampler and the batched generator):
+the end-of-sequence ids ``generate`` would stop at, a context or prompt fitted to the model (left truncation, BOS
+kept; an empty one becomes BOS), and generated tokens decoded as they read after their context.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+#: Context tokens decoded in front of a continuation (see :class:`ContinuationDecoder`): enough for any tokenizer's
+#: word-initial-space handling, and independent of the context's length, so long contexts do not slow decoding.
+_DECODE_CONTEXT_TOKENS = 16
+
+_DECODE_KWARGS: dict[str, Any] = {"skip_special_tokens": True, "clean_up_tokenization_spaces": False}
+
+
+def eos_token_ids(model: Any, tokenizer: Any) -> frozenset[int]:
+    """End-of-sequence ids as ``generate`` sees them: the generation config's, else the tokenizer's."""
+    config = getattr(model, "generation_config", None)
+    eos = getattr(config, "eos_token_id", None) if config is not None else None
+    if eos is None:
+        eos = getattr(tokenizer, "eos_token_id", None)
+    if eos is None:
+        return frozenset()
+    if isinstance(eos, int):
+        return frozenset({eos})
+    return frozenset(int(t) for t in eos)
+
+
+def _max_context_tokens(model: Any, max_new_tokens: int) -> int | None:
+    config = getattr(model, "config", None)
+    if config is not None and hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    limit = getattr(config, "max_position_embeddings", None)
+    if not isinstance(limit, int) or limit <= 0:
+        return None
+    return max(1, limit - max_new_tokens)
+
+
+def fit_context(ids: list[int], tokenizer: Any, model: Any, max_new_tokens: int, what: str = "context") -> list[int]:
+    """``ids`` left-truncated to fit the model with ``max_new_tokens`` to go; an empty list becomes the BOS token.
+
+    Longer than ``max_position_embeddings - max_new_tokens``, the rightmost tokens are kept (the ones that matter
+    most for what comes next), with a leading BOS token kept in front. An empty list is replaced by BOS, since a
+    forward pass needs at least one position (a ValueError naming ``what`` if the tokenizer has none).
+    """
+    bos = getattr(tokenizer, "bos_token_id", None)
+    if not ids:
+        if bos is None:
+            raise ValueError(f"empty {what} and the tokenizer has no BOS token to condition on")
+        return [int(bos)]
+    limit = _max_context_tokens(model, max_new_tokens)
+    if limit is not None and len(ids) > limit:
+        if bos is not None and ids[0] == bos and limit > 1:
+            return [ids[0]] + ids[len(ids) - (limit - 1) :]
+        return ids[len(ids) - limit :]
+    return ids
+
+
+def encode_context(tokenizer: Any, model: Any, context: str, max_new_tokens: int) -> list[int]:
+    """Token ids of ``context`` (the tokenizer's default special tokens), fitted to the model (:func:`fit_context`)."""
+    ids = [int(t) for t in tokenizer(context)["input_ids"]]
+    return fit_context(ids, tokenizer, model, max_new_tokens)
+
+
+class ContinuationDecoder:
+    """Decodes generated tokens as they read after a context.
+
+    The whole token list is decoded at once, never token by token, because byte-level BPE splits multi-byte UTF-8
+    characters over tokens. Decoding the end of the context plus the continuation and removing the decoded context
+    end keeps word-initial spaces for SentencePiece-style tokenizers, which drop a leading space when a continuation
+    is decoded alone. Special tokens (end-of-sequence) are not part of the text. The decoded context end is computed
+    once per context.
+    """
+
+    def __init__(self, tokenizer: Any, context_ids: Sequence[int]) -> None:
+        self.tokenizer = tokenizer
+        self.tail = [int(t) for t in context_ids[-_DECODE_CONTEXT_TOKENS:]]
+        self.head = str(tokenizer.decode(self.tail, **_DECODE_KWARGS)) if self.tail else ""
+
+    def __call__(self, tokens: Sequence[int]) -> str:
+        if not tokens:
+            return ""
+        if not self.tail:
+            return str(self.tokenizer.decode(list(tokens), **_DECODE_KWARGS))
+        full = str(self.tokenizer.decode(self.tail + list(tokens), **_DECODE_KWARGS))
+        if full.startswith(self.head):
+            return full[len(self.head) :]
+        return str(self.tokenizer.decode(list(tokens), **_DECODE_KWARGS))
+
+
+def continuation_text(tokenizer: Any, context_ids: Sequence[int], tokens: Sequence[int]) -> str:
+    """``tokens`` decoded as they read after ``context_ids`` (one-off :class:`ContinuationDecoder`)."""
+    return ContinuationDecoder(tokenizer, context_ids)(tokens)
