@@ -172,16 +172,12 @@ class TrieWordSampler:
     def _probabilities(logits: torch.Tensor, temperature: float) -> np.ndarray:
         """Full-softmax next-token probabilities (float32, as in ``generate``) for one forward pass's rows.
 
-        The softmax of ``logits / temperature`` runs on the model's device; ``temperature == 0`` puts all mass on
-        the argmax (greedy). Rows are turned into float64 cumulative sums one at a time in ``_draw``, so memory stays
+        The softmax of ``logits / temperature`` (temperature > 0, checked by the request) runs on the model's
+        device. Rows are turned into float64 cumulative sums one at a time in ``_draw``, so memory stays
         at ``batch_size`` float32 vocabularies however wide a trie level is.
         """
         rows = logits.detach().float()
-        if temperature == 0:
-            probs = torch.zeros_like(rows)
-            probs[torch.arange(rows.shape[0], device=rows.device), rows.argmax(dim=-1)] = 1.0
-        else:
-            probs = torch.softmax(rows / temperature, dim=-1)
+        probs = torch.softmax(rows / temperature, dim=-1)
         sums = probs.sum(dim=-1)
         # -inf logits are a legitimate "never" (masked tokens); NaN, +inf or an all -inf row poison the softmax.
         if not bool((torch.isfinite(sums) & (sums > 0)).all()):
@@ -375,8 +371,6 @@ def _validate(request: SampleWordsRequest) -> None:
         raise ValueError(f"n must be non-negative, got {request.n}")
     if request.max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be at least 1, got {request.max_new_tokens}")
-    if not request.temperature >= 0:
-        raise ValueError(f"temperature must be >= 0, got {request.temperature}")
     if request.mode not in ("exact", "paper"):
         raise ValueError(f"unknown word mode {request.mode!r}: expected 'exact' or 'paper'")
 
