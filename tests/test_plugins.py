@@ -143,3 +143,37 @@ def test_unknown_model_kind(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--tasks", "provo", "--model", "nope:x", "--limit", "1"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("error: unknown model kind 'nope'") and "\n" not in err
+
+
+def test_the_core_imports_no_plugin_package() -> None:
+    """``harness/`` is the core: plugins import it (through ``harness.api``), never the reverse."""
+    for path in sorted((REPO / "harness").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            for name in names:
+                assert name.split(".")[0] not in ("plugins", "scorers"), f"{path.relative_to(REPO)} imports {name}"
+
+
+def test_ls_options_prints_every_option_with_type_and_default(capsys: pytest.CaptureFixture[str]) -> None:
+    from harness.cli import main
+
+    assert main(["ls", "kinds", "--options"]) == 0
+    out = capsys.readouterr().out
+    assert "sample_words\tplugins.builtin" in out
+    assert "    n_samples\tint >= 1\tdefault 1000\tnext words drawn per context" in out
+    assert main(["ls", "tasks", "--options"]) == 0
+    out = capsys.readouterr().out
+    # provo-paper's own values are shown as its defaults.
+    paper = re.split(r"\n(?=\S)", out.split("provo-paper\t")[1])[0]
+    assert "    mode\texact | paper\tdefault 'paper'" in paper
+    assert main(["ls", "models", "--options"]) == 0
+    out = capsys.readouterr().out
+    assert "    block_size\tint >= 1\tdefault 4" in out and "    trust_remote_code\tbool\tdefault False" in out
+    assert main(["ls", "scorers", "--options"]) == 0
+    assert "    n_bins\tint >= 1\tdefault 10" in capsys.readouterr().out
+    assert main(["ls", "loaders", "--options"]) == 0
+    assert "    text_ids\t" in capsys.readouterr().out
