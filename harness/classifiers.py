@@ -8,11 +8,9 @@ free-generation scorer (``mcq_free``) takes its ``name`` as its ``classifier`` a
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from harness.errors import HarnessError
 from harness.options import Options
 
 
@@ -50,27 +48,6 @@ class Classification:
     similarity: float | None = None
 
 
-def parse_classifier_args(name: str, options: Options, given: Mapping[str, Any]) -> dict[str, Any]:
-    """``given`` checked against ``options`` (converted, defaults filled in), or a ``HarnessError`` naming the
-    classifier and the argument: ``answer classifier 'x': unknown argument(s) 'a', 'b' (accepted: ...)`` or
-    ``answer classifier 'x': threshold: <what was expected>``."""
-    unknown = [key for key in given if key not in options]
-    if unknown:
-        names = ", ".join(repr(k) for k in sorted(unknown))
-        accepted = ", ".join(options.names()) or "none"
-        raise HarnessError(f"answer classifier '{name}': unknown argument(s) {names} (accepted: {accepted})")
-    settings: dict[str, Any] = {}
-    for option in options:
-        if option.name not in given:
-            settings[option.name] = option.default
-            continue
-        try:
-            settings[option.name] = option.convert(given[option.name])
-        except (ValueError, TypeError) as exc:
-            raise HarnessError(f"answer classifier '{name}': {option.name}: {exc}") from None
-    return settings
-
-
 class AnswerClassifier(ABC):
     """Base class for classifiers registered through the ``register_answer_classifiers`` hook.
 
@@ -87,7 +64,7 @@ class AnswerClassifier(ABC):
     options: ClassVar[Options] = Options()
 
     def __init__(self, **args: Any) -> None:
-        self.settings: dict[str, Any] = parse_classifier_args(self.name, self.options, args)
+        self.settings: dict[str, Any] = self.options.parse_arguments(args, f"answer classifier '{self.name}'")
 
     @abstractmethod
     def classify(self, items: list[ClassifyItem]) -> list[Classification]:

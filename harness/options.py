@@ -257,6 +257,30 @@ class Options:
                 out[name] = option.default
         return out
 
+    def parse_arguments(self, given: Mapping[str, Any], owner: str) -> dict[str, Any]:
+        """``parse`` worded for a constructor's keyword arguments (scorers, answer classifiers): ``{owner}: unknown
+        argument 'x' (accepted: ...)`` (the first unknown name in sorted order) and ``{owner}: argument 'x': ...``.
+
+        >>> Options(Option("n", positive_int, 10)).parse_arguments({"m": 1}, "scorer 'tvd'")
+        Traceback (most recent call last):
+        ...
+        harness.options.OptionError: scorer 'tvd': unknown argument 'm' (accepted: n)
+        """
+        unknown = sorted(str(key) for key in given if key not in self.by_name)
+        if unknown:
+            accepted = ", ".join(sorted(self.by_name)) or "none"
+            raise OptionError(f"{owner}: unknown argument '{unknown[0]}' (accepted: {accepted})")
+        resolved: dict[str, Any] = {}
+        for name, option in self.by_name.items():
+            if name not in given:
+                resolved[name] = option.default
+                continue
+            try:
+                resolved[name] = option.convert(given[name])
+            except (ValueError, TypeError) as exc:
+                raise OptionError(f"{owner}: argument '{name}': {exc}") from None
+        return resolved
+
     def describe(self) -> list[str]:
         """One line per option: name, type, default, help (what ``harness ls ... --options`` prints)."""
         return [f"{o.name}\t{o.type_name()}\tdefault {o.default!r}\t{o.help}".rstrip() for o in self]

@@ -16,10 +16,8 @@ takes the bootstrap options :data:`BOOTSTRAP_OPTIONS`::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from harness.errors import HarnessError
 from harness.options import Option, Options, open_unit_float, positive_int
 from harness.scoring import Scorer
 
@@ -28,35 +26,6 @@ BOOTSTRAP_OPTIONS = Options(
     Option("n_resamples", positive_int, 1000, "bootstrap resamples for each metric's confidence interval"),
     Option("confidence", open_unit_float, 0.95, "level of the metrics' confidence intervals"),
 )
-
-
-def parse_arguments(options: Options, given: Mapping[str, Any], owner: str) -> dict[str, Any]:
-    """The converted values of ``given`` plus the defaults of the rest, in declaration order.
-
-    Worded for keyword arguments: ``{owner}: unknown argument 'x' (accepted: ...)`` (the first unknown name in
-    sorted order, the accepted names sorted) and ``{owner}: argument 'x': <what the converter expected>``.
-
-    >>> parse_arguments(BOOTSTRAP_OPTIONS, {"n_resamples": "200"}, "scorer 'tvd'")
-    {'n_resamples': 200, 'confidence': 0.95}
-    >>> parse_arguments(BOOTSTRAP_OPTIONS, {"n_resample": 200}, "scorer 'tvd'")
-    Traceback (most recent call last):
-    ...
-    harness.errors.HarnessError: scorer 'tvd': unknown argument 'n_resample' (accepted: confidence, n_resamples)
-    """
-    unknown = sorted(str(key) for key in given if key not in options)
-    if unknown:
-        accepted = ", ".join(sorted(options.names())) or "none"
-        raise HarnessError(f"{owner}: unknown argument '{unknown[0]}' (accepted: {accepted})")
-    resolved: dict[str, Any] = {}
-    for option in options:
-        if option.name not in given:
-            resolved[option.name] = option.default
-            continue
-        try:
-            resolved[option.name] = option.convert(given[option.name])
-        except (ValueError, TypeError) as exc:
-            raise HarnessError(f"{owner}: argument '{option.name}': {exc}") from None
-    return resolved
 
 
 class ArgsScorer(Scorer):
@@ -76,7 +45,7 @@ class ArgsScorer(Scorer):
             cls.options = super(cls, cls).options | own
 
     def __init__(self, **args: Any) -> None:
-        resolved = parse_arguments(self.options, args, f"scorer '{self.name}'")
+        resolved = self.options.parse_arguments(args, f"scorer '{self.name}'")
         super().__init__(**resolved)
         self.n_resamples: int = resolved["n_resamples"]
         self.confidence: float = resolved["confidence"]

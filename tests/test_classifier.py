@@ -244,7 +244,7 @@ def test_a_plugin_classifier_is_found_through_the_hook() -> None:
     assert cls is FirstWordClassifier
     assert cls().classify([ClassifyItem("Lara should go", IRONY_1)]) == [Classification(1, "text")]
     assert registry.classifier("match_similarity") is MatchThenSimilarityClassifier
-    with pytest.raises(HarnessError, match="'first_word': unknown argument\\(s\\) 'threshold' \\(accepted: none\\)"):
+    with pytest.raises(HarnessError, match="'first_word': unknown argument 'threshold' \\(accepted: none\\)"):
         cls(threshold=0.5)
 
 
@@ -269,9 +269,9 @@ def test_the_base_class_lives_in_the_core_and_declares_its_arguments() -> None:
     item = ClassifyItem("SIMON HAS TO GET BACK TO WORK.", IRONY_1)
     assert CaseClassifier().classify([item]) == [Classification(None, "text")]
     assert CaseClassifier(ignore_case="yes").classify([item]) == [Classification(3, "text")]
-    with pytest.raises(HarnessError, match="answer classifier 'case': ignore_case: expected true or false"):
+    with pytest.raises(HarnessError, match="answer classifier 'case': argument 'ignore_case': expected true or false"):
         CaseClassifier(ignore_case="perhaps")
-    with pytest.raises(HarnessError, match=r"'case': unknown argument\(s\) 'ignorecase' \(accepted: ignore_case\)"):
+    with pytest.raises(HarnessError, match=r"'case': unknown argument 'ignorecase' \(accepted: ignore_case\)"):
         CaseClassifier(ignorecase=True)
 
 

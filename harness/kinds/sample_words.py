@@ -39,8 +39,6 @@ class SampleWordsRequest:
     mode: WordMode = "exact"
     #: Tokens a sample may use before it is rejected as truncated (``exact``) or cut off (``paper``: 5).
     max_new_tokens: int = 32
-    #: The instance this request answers (not part of what the model is asked; adapters may log it).
-    instance_id: str = field(default="", compare=False)
 
     def __post_init__(self) -> None:
         DecodingConfig(temperature=self.temperature)
@@ -52,9 +50,7 @@ class SampleWordsRequest:
     kind: ClassVar[str] = "sample_words"
 
     def to_record(self) -> dict[str, Any]:
-        record = asdict(self)
-        record.pop("instance_id")
-        return record
+        return asdict(self)
 
 
 @dataclass
@@ -138,7 +134,6 @@ class SampleWordsKind(RequestKind):
             temperature=float(p["temperature"]),
             mode=p["mode"],
             max_new_tokens=p["max_new_tokens"],
-            instance_id=instance.id,
         )
 
     def summarize(self, summary: dict[str, Any], record: dict[str, Any]) -> None:

@@ -28,7 +28,6 @@ from scipy.stats import kendalltau
 
 from harness.instances import ChoiceInstance, Instance
 from harness.options import Options
-from harness.scorer_args import parse_arguments
 from harness.scoring import Metric, Scorer
 from scorers.choice.common import SYSTEM_KEYS
 
@@ -61,7 +60,7 @@ class RobustnessScorer(Scorer):
     options: ClassVar[Options] = Options()
 
     def __init__(self, **args: Any) -> None:
-        super().__init__(**parse_arguments(self.options, args, f"scorer '{self.name}'"))
+        super().__init__(**self.options.parse_arguments(args, f"scorer '{self.name}'"))
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         return {}
