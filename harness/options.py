@@ -15,7 +15,7 @@ harness.options.OptionError: --model-args: unknown option 'm' (accepted: greedy,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,38 +80,33 @@ def integer(value: Any) -> int:
     return number
 
 
+def _int_at_least(value: Any, low: int, wanted: str) -> int:
+    try:
+        got = integer(value)
+    except ValueError:
+        raise ValueError(f"expected {wanted}, got {value!r}") from None
+    if got < low:
+        raise ValueError(f"expected {wanted}, got {value!r}")
+    return got
+
+
 def positive_int(value: Any) -> int:
     """An integer >= 1.
 
     >>> positive_int("3"), positive_int(2.0)
     (3, 2)
     """
-    try:
-        number = integer(value)
-    except ValueError:
-        raise ValueError(f"expected a positive integer, got {value!r}") from None
-    if number < 1:
-        raise ValueError(f"expected a positive integer, got {value!r}")
-    return number
+    return _int_at_least(value, 1, "a positive integer")
 
 
 def non_negative_int(value: Any) -> int:
     """An integer >= 0."""
-    try:
-        got = integer(value)
-    except ValueError:
-        raise ValueError(f"expected an integer >= 0, got {value!r}") from None
-    if got < 0:
-        raise ValueError(f"expected an integer >= 0, got {value!r}")
-    return got
+    return _int_at_least(value, 0, "an integer >= 0")
 
 
 def non_negative_float(value: Any) -> float:
     """A number >= 0, as a float."""
-    try:
-        got = float(_number(value, "a number >= 0"))
-    except ValueError:
-        raise ValueError(f"expected a number >= 0, got {value!r}") from None
+    got = float(_number(value, "a number >= 0"))
     if not got >= 0:
         raise ValueError(f"expected a number >= 0, got {value!r}")
     return got
@@ -206,11 +201,11 @@ class Option:
             "text": "str",
         }.get(getattr(self.convert, "__name__", ""), "value")
 
-    def check(self, value: Any, where: str) -> Any:
+    def check(self, value: Any, where: str, noun: str = "option") -> Any:
         try:
             return self.convert(value)
         except (ValueError, TypeError) as exc:
-            raise OptionError(f"{where}: option '{self.name}': {exc}") from None
+            raise OptionError(f"{where}: {noun} '{self.name}': {exc}") from None
 
 
 class Options:
@@ -240,46 +235,36 @@ class Options:
     def names(self) -> list[str]:
         return list(self.by_name)
 
-    def check_known(self, given: Iterable[str], where: str) -> None:
-        unknown = [key for key in given if key not in self.by_name]
+    def parse(
+        self, given: Mapping[str, Any], where: str, *, defaults: bool = True, noun: str = "option"
+    ) -> dict[str, Any]:
+        """The converted values of ``given``, in declaration order, plus the defaults of the rest (``defaults``).
+
+        An unknown key (the first in sorted order) or a bad value is an ``OptionError`` that begins with
+        ``where`` and calls the key ``noun`` (option, argument).
+        """
+        unknown = sorted(str(key) for key in given if key not in self.by_name)
         if unknown:
             accepted = ", ".join(sorted(self.by_name)) or "none"
-            raise OptionError(f"{where}: unknown option '{unknown[0]}' (accepted: {accepted})")
-
-    def parse(self, given: Mapping[str, Any], where: str, *, defaults: bool = True) -> dict[str, Any]:
-        """The converted values of ``given``, in declaration order, plus the defaults of the rest (``defaults``)."""
-        self.check_known(given, where)
+            raise OptionError(f"{where}: unknown {noun} '{unknown[0]}' (accepted: {accepted})")
         out: dict[str, Any] = {}
         for name, option in self.by_name.items():
             if name in given:
-                out[name] = option.check(given[name], where)
+                out[name] = option.check(given[name], where, noun)
             elif defaults:
                 out[name] = option.default
         return out
 
     def parse_arguments(self, given: Mapping[str, Any], owner: str) -> dict[str, Any]:
         """``parse`` worded for a constructor's keyword arguments (scorers, answer classifiers): ``{owner}: unknown
-        argument 'x' (accepted: ...)`` (the first unknown name in sorted order) and ``{owner}: argument 'x': ...``.
+        argument 'x' (accepted: ...)`` and ``{owner}: argument 'x': ...``.
 
         >>> Options(Option("n", positive_int, 10)).parse_arguments({"m": 1}, "scorer 'tvd'")
         Traceback (most recent call last):
         ...
         harness.options.OptionError: scorer 'tvd': unknown argument 'm' (accepted: n)
         """
-        unknown = sorted(str(key) for key in given if key not in self.by_name)
-        if unknown:
-            accepted = ", ".join(sorted(self.by_name)) or "none"
-            raise OptionError(f"{owner}: unknown argument '{unknown[0]}' (accepted: {accepted})")
-        resolved: dict[str, Any] = {}
-        for name, option in self.by_name.items():
-            if name not in given:
-                resolved[name] = option.default
-                continue
-            try:
-                resolved[name] = option.convert(given[name])
-            except (ValueError, TypeError) as exc:
-                raise OptionError(f"{owner}: argument '{name}': {exc}") from None
-        return resolved
+        return self.parse(given, owner, noun="argument")
 
     def describe(self) -> list[str]:
         """One line per option: name, type, default, help (what ``harness ls ... --options`` prints)."""

@@ -7,6 +7,7 @@ typed ``register`` function, which checks what it is given and records which plu
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -46,11 +47,12 @@ class Registry:
     plugins: list[dict[str, Any]] = field(default_factory=list)
 
     def kind(self, name: str) -> RequestKind:
-        return self._get(self.kinds, name, "request kind").obj
+        """The kind's one instance (kinds are stateless, so every run shares it)."""
+        return _kind_instance(self._get(self.kinds, name, "request kind").obj)
 
     def task_kinds(self) -> list[str]:
         """The kinds a task YAML can name in ``request:``."""
-        return [name for name, entry in self.kinds.items() if entry.obj.is_task_kind]
+        return [name for name, entry in self.kinds.items() if _kind_instance(entry.obj).is_task_kind]
 
     def scorer(self, name: str) -> type[Scorer]:
         return self._get(self.scorers, name, "scorer").obj
@@ -79,13 +81,16 @@ class Registry:
         return table[name]
 
 
+@functools.cache
+def _kind_instance(cls: type[RequestKind]) -> RequestKind:
+    return cls()
+
+
 def _add(table: dict[str, Registered], name: str, obj: Any, plugin: str, what: str) -> None:
     if not isinstance(name, str) or not name:
         raise HarnessError(f"plugin {plugin} registered a {what} without a name")
     if name in table and table[name].obj is not obj:
-        same_class = type(table[name].obj) is type(obj) and isinstance(obj, RequestKind)
-        if not same_class:
-            raise HarnessError(f"{what} '{name}' is registered twice: by {table[name].plugin} and by {plugin}")
+        raise HarnessError(f"{what} '{name}' is registered twice: by {table[name].plugin} and by {plugin}")
     table[name] = Registered(obj, plugin)
 
 
@@ -100,7 +105,7 @@ def _registrars(registry: Registry, plugin: str) -> dict[str, Callable[..., None
 
     def register_request_kind(kind_class: type[RequestKind]) -> None:
         cls = _subclass(kind_class, RequestKind, plugin)
-        _add(registry.kinds, cls.name, cls(), plugin, "request kind")
+        _add(registry.kinds, cls.name, cls, plugin, "request kind")
 
     def register_task(path: Any) -> None:
         from harness.task_config import read_task_name

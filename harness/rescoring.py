@@ -124,7 +124,7 @@ def _resolve(run: SavedRun, task: str, config: TaskConfig, registry: Registry) -
     except TaskConfigError as exc:
         raise HarnessError(f"re-scoring {task}: {exc}") from exc
     _, _, variant = task.partition("@")
-    return ResolvedTask(config, scorers, variant or None)
+    return ResolvedTask(config, registry.kind(config.request), scorers, variant or None)
 
 
 def _saved_responses(run: SavedRun, task: str, data: LoadedData) -> SavedResponses:
@@ -150,12 +150,11 @@ def _saved_responses(run: SavedRun, task: str, data: LoadedData) -> SavedRespons
     return saved
 
 
-def _check_answers(r: TaskRun, saved: SavedResponses, registry: Registry) -> None:
+def _check_answers(r: TaskRun, saved: SavedResponses) -> None:
     """The saved outputs must serve the scorers chosen now (a scorer added later may need requests never asked)."""
-    kind = registry.kind(r.task.config.request)
     for inst in r.data.instances:
         if inst.id in saved:
-            kind.check_saved(r.task.config, r.task.scorers, inst, saved.get(inst.id))
+            r.task.kind.check_saved(r.task.config, r.task.scorers, inst, saved.get(inst.id))
 
 
 def rescore(
@@ -203,7 +202,7 @@ def rescore(
         r = TaskRun(resolved, data)
         saved = _saved_responses(run, task, data)
         if not run.human_only:
-            _check_answers(r, saved, registry)
+            _check_answers(r, saved)
             r.store = saved
         task_runs.append(r)
 

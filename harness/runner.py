@@ -24,7 +24,6 @@ from harness.errors import HarnessError
 from harness.models import ModelAdapter, ModelSpec
 from harness.plugins import Registry, get_registry
 from harness.progress import progress
-from harness.requests import MultipleChoiceResponse
 from harness.results import (
     add_cost,
     library_versions,
@@ -125,7 +124,7 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     adapter_cls: type[ModelAdapter] | None = None
     if options.model is not None:
         adapter_cls = registry.model(options.model.kind)
-        _check_model_answers(adapter_cls, options.model, tasks, registry)
+        _check_model_answers(adapter_cls, options.model, tasks)
 
     data_dir, _ = resolve_data_dir(options.data_dir)
     out_dir = options.output_dir / run_slug(options.model)
@@ -176,14 +175,12 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     return results
 
 
-def _check_model_answers(
-    adapter_cls: type[ModelAdapter], model: ModelSpec, tasks: list[ResolvedTask], registry: Registry
-) -> None:
+def _check_model_answers(adapter_cls: type[ModelAdapter], model: ModelSpec, tasks: list[ResolvedTask]) -> None:
     """Refuse, before the model loads, a task whose kind (or whose scorers' requests) the model cannot answer."""
     able = [k for k in sorted(adapter_cls.supported_requests) if not adapter_cls.refusal(model, k)]
     answers = ", ".join(able) or "nothing"
     for t in tasks:
-        for need in registry.kind(t.config.request).needs(t.config, t.scorers):
+        for need in t.kind.needs(t.config, t.scorers):
             why = adapter_cls.refusal(model, need.kind)
             if why:
                 raise HarnessError(
@@ -210,7 +207,7 @@ def _answer_missing(r: TaskRun, adapter: ModelAdapter | None, seed: int) -> None
     todo = [block for block in blocks if any(inst.id not in store for inst in block)]
     start = time.perf_counter()
     desc = f"{r.name}: blocks of {size} instances"
-    kind = get_registry().kind(r.task.config.request)
+    kind = r.task.kind
     for block in progress(todo, total=len(todo), desc=desc, unit="block"):
         seeds = [derive_seed(seed, r.name, inst.id) for inst in block]
         requests = [kind.build(r.task.config, inst, s, r.task.scorers) for inst, s in zip(block, seeds, strict=True)]
@@ -322,7 +319,7 @@ def _score_task(
     r: TaskRun, seed: int
 ) -> tuple[dict[str, Metric], list[dict[str, Any]], dict[str, Any], dict[str, str], dict[str, Any]]:
     config = r.task.config
-    kind = get_registry().kind(config.request)
+    kind = r.task.kind
     records = [r.store.get(inst.id) if r.store is not None else None for inst in r.data.instances]
     responses = [kind.response_from_record(rec["response"]) if rec else None for rec in records]
     scorers, unavailable = _prepare_scorers(r, records, responses)
@@ -332,8 +329,7 @@ def _score_task(
     for doc_id, (inst, record, response) in enumerate(zip(r.data.instances, records, responses, strict=True)):
         values: dict[str, Any] = {}
         for scorer in scorers:
-            # A multiple-choice scorer sees the answers to its own queries only, under its own keys.
-            own = response.scoped(scorer.name) if isinstance(response, MultipleChoiceResponse) else response
+            own = kind.for_scorer(response, scorer.name) if response is not None else None
             v = scorer.score(inst, own, derive_rng(seed, config.task, scorer.name, inst.id))
             per_scorer[scorer.name].append(v)
             clash = set(v) & set(values)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TaskConfigError
+from harness.kinds.base import RequestKind
 from harness.plugins import Registry
 from harness.scoring import Scorer
 from harness.task_config import TaskConfig, load_task_file
@@ -19,6 +20,8 @@ class ResolvedTask:
     each with its own response store and its own row in the results: ``wmt14-en-de@top_p=0.9``."""
 
     config: TaskConfig
+    #: The kind of request the task sends (``config.request``), looked up once in the registry that resolved it.
+    kind: RequestKind
     scorers: list[Scorer]
     variant: str | None = None
 
@@ -77,12 +80,13 @@ def resolve_tasks(
     for name in names:
         config = load_task_file(task_path(name, registry), overrides)
         scorers = check_against_registry(config, registry)
-        variants = registry.kind(config.request).variants(config) if expand_decoding else []
+        kind = registry.kind(config.request)
+        variants = kind.variants(config) if expand_decoding else []
         for label, variant in variants:
             # Scorers hold per-run state (caches, notes), so each variant gets its own instances.
-            resolved.append(ResolvedTask(variant, check_against_registry(variant, registry), label))
+            resolved.append(ResolvedTask(variant, kind, check_against_registry(variant, registry), label))
         if not variants:
-            resolved.append(ResolvedTask(config, scorers))
+            resolved.append(ResolvedTask(config, kind, scorers))
     seen = [r.name for r in resolved]
     dupes = sorted({t for t in seen if seen.count(t) > 1})
     if dupes:

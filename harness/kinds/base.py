@@ -111,6 +111,11 @@ class RequestKind:
     def response_from_record(self, record: dict[str, Any]) -> Any:
         return self.response_type.from_record(record)
 
+    def for_scorer(self, response: Any, scorer: str) -> Any:
+        """The part of a response that scorer ``scorer`` scores: all of it, unless the kind bundles requests of
+        several scorers (``multiple_choice``)."""
+        return response
+
     # ------------------------------------------------------------------------------------------ results and views
     def summarize(self, summary: dict[str, Any], record: dict[str, Any]) -> None:
         """Add one stored response to the run's totals (``results.json``, ``responses``)."""
@@ -119,7 +124,7 @@ class RequestKind:
 
     def check_saved(
         self, config: TaskConfig, scorers: Sequence[Scorer], instance: Instance, record: dict[str, Any]
-    ) -> None:  # noqa: B027,E501
+    ) -> None:  # noqa: B027 - optional
         """When ``harness score`` re-scores saved outputs: raise HarnessError if they cannot serve ``scorers``."""
 
     def decoding_label(self, params: dict[str, Any], variant: str | None) -> str | None:

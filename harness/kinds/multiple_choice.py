@@ -148,6 +148,10 @@ class MultipleChoiceKind(RequestKind):
             records.append(record)
         return records
 
+    def for_scorer(self, response: Any, scorer: str) -> Any:
+        """A scorer sees the responses to its own requests only, under its own keys."""
+        return response.scoped(scorer)
+
     def summarize(self, summary: dict[str, Any], record: dict[str, Any]) -> None:
         """API usage, requests asked per kind, and what each inner kind adds (a free generation's samples)."""
         add_usage_of(summary, record)
