@@ -102,12 +102,16 @@ def _drop_volatile(value: Any) -> Any:
     return value
 
 
-def normalise(path: Path) -> str:
-    """A file's text with the keys that change from run to run removed."""
+def normalise(path: Path, data_dir: Path) -> str:
+    """A file's text with the keys that change from run to run removed, and the checkout's and the data's
+    locations written as ``<repo>`` and ``<data>`` (results record the paths of packaged models and data files, and
+    CI runs in another folder than the one the fixture was recorded in)."""
     if path.suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
-        return json.dumps(_drop_volatile(data), indent=2, ensure_ascii=False) + "\n"
-    return path.read_text(encoding="utf-8")
+        text = json.dumps(_drop_volatile(data), indent=2, ensure_ascii=False) + "\n"
+    else:
+        text = path.read_text(encoding="utf-8")
+    return text.replace(str(data_dir), "<data>").replace(str(REPO), "<repo>")
 
 
 def snapshot(model: str, root: Path, data_dir: Path, model_args: str | None = None) -> dict[str, str]:
@@ -125,17 +129,17 @@ def snapshot(model: str, root: Path, data_dir: Path, model_args: str | None = No
                 code = harness(cmd)
             if code != 0:
                 raise RuntimeError(f"harness {' '.join(cmd)} exited with {code}")
-    return collect(root)
+    return collect(root, data_dir)
 
 
-def collect(root: Path) -> dict[str, str]:
+def collect(root: Path, data_dir: Path) -> dict[str, str]:
     outputs: dict[str, str] = {}
     for path in sorted(root.rglob("*")):
         rel = path.relative_to(root)
         if rel.parts[0] == "normalised" or not path.is_file():
             continue
         if path.suffix in (".json", ".jsonl") and path.parent.name != "api-cache":
-            outputs[str(rel)] = normalise(path)
+            outputs[str(rel)] = normalise(path, data_dir)
     return outputs
 
 
@@ -175,8 +179,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.compare:
-        problems = compare(collect(args.compare[0]), collect(args.compare[1]))
-        print("\n".join(problems) or f"identical: {len(collect(args.compare[0]))} files")
+        before, after = (collect(root, args.data_dir.resolve()) for root in args.compare)
+        problems = compare(before, after)
+        print("\n".join(problems) or f"identical: {len(before)} files")
         return 1 if problems else 0
     if args.out is None:
         parser.error("--out is required unless --compare is given")

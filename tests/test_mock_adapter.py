@@ -191,9 +191,9 @@ def test_loglikelihood_tokens_and_a_causal_prefix() -> None:
     ],
 )
 def test_bad_model_args_are_refused_naming_the_option(model_args: str, message: str, cli: Any, tmp_path: Path) -> None:
-    require_provo()
+    data = require_provo()
     args = ["run", "--tasks", "provo", "--model", "mock:test", "--model-args", model_args, "--limit", "1"]
-    proc = cli(*args, "--output-dir", str(tmp_path), check=False)
+    proc = cli(*args, "--output-dir", str(tmp_path), "--data-dir", str(data), check=False)
     assert proc.returncode == 2
     err = proc.stderr.strip()
     assert err.startswith("error: ") and "\n" not in err and message in err, err
