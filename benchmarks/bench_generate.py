@@ -155,7 +155,9 @@ def main(argv: list[str] | None = None) -> int:
         help="time plain generate on only the first N inputs (default: all; 0 skips it)",
     )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--model", default="smollm2-135m", help="hf model name (default: the packaged SmolLM2-135M)")
+    p.add_argument(
+        "--model", default="smollm2-135m", help="hf model name (default: the packaged SmolLM2-135M-Instruct)"
+    )
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)

@@ -1,4 +1,4 @@
-"""Speed of the trie next-word sampler against plain ``generate`` on real Provo contexts with SmolLM2-135M.
+"""Speed of the trie next-word sampler against plain ``generate`` on real Provo contexts with SmolLM2-135M-Instruct.
 
 For each context the script times
 
@@ -142,7 +142,9 @@ def main(argv: list[str] | None = None) -> int:
         help="also time the exact-mode requests of all contexts answered together (sample_many), as `harness run` does",
     )
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--model", default="smollm2-135m", help="hf model name (default: the packaged SmolLM2-135M)")
+    p.add_argument(
+        "--model", default="smollm2-135m", help="hf model name (default: the packaged SmolLM2-135M-Instruct)"
+    )
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)

@@ -14,12 +14,16 @@ from pathlib import Path
 
 from harness import __version__
 from harness.errors import HarnessError, TaskConfigError
+from harness.files import WriteError, ensure_output_dir
+from harness.locking import OutputLock
 from harness.models import ModelSpec
 from harness.options import Options, parse_key_values
 from harness.plugins import get_registry
 from harness.rescoring import rescore
 from harness.results import format_table
+from harness.run_dir import MERGED, TaskSource, latest_invocation, read_samples, task_sources
 from harness.runner import RunOptions, run, run_slug
+from harness.store import repair, scan
 from harness.task_config import load_task_file, parse_task_args
 from harness.task_loading import check_against_registry
 
@@ -62,9 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="data root (default: $HARNESS_DATA_DIR, else the user cache directory)")
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
     p.add_argument("--batch-size", type=_batch_size, default="auto", help="N or auto")
+    p.add_argument("--full-table", action="store_true", help="print every metric, not only the headline table")
 
     p = sub.add_parser("score", help="score a finished run's saved outputs again (no model is loaded)")
-    p.add_argument("target", help="a run directory (holding results.json) or one of its samples_<task>.jsonl files")
+    p.add_argument(
+        "target", help="a run folder, one of its results files, or one of its samples_<task>_<date>.jsonl files"
+    )
     p.add_argument(
         "--scorers",
         help="an exact list (tvd,entropy; recorded arguments kept) or changes to the run's (+lexical_variability,-ece)",
@@ -72,10 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--task-args", help="scorer.key=value,... overriding scorer arguments (ece.n_bins=15)")
     p.add_argument("--tasks", help="comma-separated tasks of the run to score (default: all)")
     p.add_argument("--output-dir", help="where the new results go (default: RUN_DIR/rescored)")
-    p.add_argument("--data-dir", help="data root (default: $HARNESS_DATA_DIR, else the user cache directory)")
+    p.add_argument("--data-dir", help="data root (default: the run's, else $HARNESS_DATA_DIR, else the user cache)")
+    p.add_argument("--full-table", action="store_true", help="print every metric, not only the headline table")
 
     p = sub.add_parser("leaderboard", help="fold results.json files into a leaderboard: JSON, an HTML page, PNG plots")
-    p.add_argument("results", nargs="+", help="results.json files or run directories (human-only runs included)")
+    p.add_argument("results", nargs="+", help="run folders or results files (human-only runs included)")
     p.add_argument("-o", "--output", required=True, help="the leaderboard's folder, e.g. leaderboards/NAME")
     p.add_argument(
         "--allow-mixed",
@@ -89,6 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--options", action="store_true", help="also print each one's options: name, type, default and help"
     )
+
+    p = sub.add_parser("export", help="write a finished run in another tool's format (lm-eval, inspect)")
+    p.add_argument("target", help="a run folder or one of its results files")
+    p.add_argument(
+        "--format", required=True, choices=EXPORT_FORMATS, help="lm-eval: results and samples files; inspect: eval logs"
+    )
+    p.add_argument("-o", "--output", required=True, help="folder to write the export into")
+
+    p = sub.add_parser("store", help="check or repair response stores (the files under <run>/responses/)")
+    p.add_argument("action", choices=("check", "repair"), help="check: list problems; repair: fix what can be fixed")
+    p.add_argument("paths", nargs="+", help="store files, or run folders (every store under responses/)")
 
     p = sub.add_parser("validate", help="check task YAML files against the schema and the installed plugins")
     p.add_argument("files", nargs="+")
@@ -111,8 +130,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         data_dir=args.data_dir,
     )
     results = run(options)
-    print(format_table(results))
-    print(f"\nwrote {Path(args.output_dir) / run_slug(model)}/results.json")
+    print(format_table(results, full=args.full_table))
+    out_dir = Path(args.output_dir) / run_slug(model)
+    print(f"\nwrote {latest_invocation(out_dir)} (every task's latest result: {out_dir / MERGED})")
     return 0
 
 
@@ -125,9 +145,77 @@ def cmd_score(args: argparse.Namespace) -> int:
         tasks=[t.strip() for t in args.tasks.split(",") if t.strip()] if args.tasks else None,
         data_dir=args.data_dir,
     )
-    print(format_table(results))
-    print(f"\nwrote {path}")
+    print(format_table(results, full=args.full_table))
+    print(f"\nwrote {latest_invocation(path.parent)} (every task's latest result: {path})")
     return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from harness.exports import export_run
+
+    written: list[Path] = []
+    sources = task_sources(Path(args.target))
+    by_file: dict[Path, list[TaskSource]] = {}
+    for source in sources:
+        by_file.setdefault(source.results_path, []).append(source)
+    for group in by_file.values():
+        results = group[0].results
+        samples = {s.task: read_samples(s) for s in group}
+        ensure_output_dir(Path(args.output), "--output")
+        try:
+            written += export_run(results, samples, args.format, Path(args.output))
+        except WriteError as exc:
+            raise HarnessError(f"{exc}; the run's own files are untouched") from exc
+    print(f"wrote {len(written)} files ({args.format}) under {args.output}")
+    for path in written:
+        print(f"  {path}")
+    return 0
+
+
+def _store_files(paths: list[str]) -> list[Path]:
+    files: list[Path] = []
+    for text in paths:
+        path = Path(text)
+        if path.is_dir():
+            found = sorted((path / "responses").glob("*.jsonl")) + sorted(path.glob("*/responses/*.jsonl"))
+            found = [f for f in found if not f.name.endswith(".rejected.jsonl")]
+            if not found:
+                raise HarnessError(f"{path}: no response stores (responses/*.jsonl) in this folder")
+            files += found
+        elif path.is_file():
+            files.append(path)
+        else:
+            raise HarnessError(f"{path}: not found")
+    return files
+
+
+def cmd_store(args: argparse.Namespace) -> int:
+    bad = 0
+    for path in _store_files(args.paths):
+        if args.action == "check":
+            found = scan(path)
+            for problem in found.problems:
+                fix = f" (repair: {problem.repair})" if problem.repair else " (not repairable without guessing)"
+                print(f"{path}: line {problem.line}: {problem.message}{fix}")
+            notes = []
+            if found.duplicates:
+                notes.append(f"{found.duplicates} identical duplicate records (harmless; repair drops them)")
+            if found.partial_tail:
+                notes.append("a partial last line from an interrupted write (dropped on the next run)")
+            status = "problems" if found.problems else "ok"
+            extra = f"; {'; '.join(notes)}" if notes else ""
+            print(f"{status}: {path}: {len(found.records)} instances{extra}")
+            bad += bool(found.problems)
+        else:
+            with OutputLock(path.parent.parent):
+                found, backup = repair(path)
+            if backup is None:
+                print(f"ok: {path}: nothing to repair")
+            else:
+                moved = f"{len(found.rejected)} conflicting records moved to {path.name}.rejected.jsonl"
+                rejected = f", {moved}" if found.rejected else ""
+                print(f"repaired: {path}: {len(found.records)} instances kept{rejected}; original kept as {backup}")
+    return 2 if bad else 0
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -144,6 +232,9 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     print(f"wrote {output / 'leaderboard.json'}, {output / board['files']['html']} and {plots} plots")
     return 0
 
+
+#: ``harness export --format`` choices (``harness.exports.FORMATS``, imported only when exporting).
+EXPORT_FORMATS = ("lm-eval", "inspect")
 
 LISTABLE = ("tasks", "scorers", "models", "loaders", "classifiers", "kinds")
 
@@ -202,13 +293,33 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Options whose values may start with "-" (``--scorers -semantic``): argparse would read those as flags.
+SIGNED_VALUE_OPTIONS = ("--scorers",)
+
+
+def _join_signed_values(argv: list[str]) -> list[str]:
+    """``--scorers -semantic`` -> ``--scorers=-semantic`` so argparse takes the value as a value."""
+    out: list[str] = []
+    i = 0
+    while i < len(argv):
+        if argv[i] in SIGNED_VALUE_OPTIONS and i + 1 < len(argv) and argv[i + 1][:1] in ("-", "+"):
+            out.append(f"{argv[i]}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(argv[i])
+        i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser().parse_args(_join_signed_values(list(sys.argv[1:] if argv is None else argv)))
     commands = {
         "run": cmd_run,
         "score": cmd_score,
         "leaderboard": cmd_leaderboard,
         "ls": cmd_ls,
+        "export": cmd_export,
+        "store": cmd_store,
         "validate": cmd_validate,
         "plugins": cmd_plugins,
     }

@@ -9,6 +9,7 @@ runner's own code path, with the same seeds, so re-scoring an unchanged run give
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,10 +17,12 @@ from typing import Any
 
 from harness.data import LoadedData, resolve_data_dir
 from harness.errors import HarnessError, TaskConfigError
+from harness.files import ensure_output_dir
+from harness.locking import OutputLock
 from harness.models import ModelSpec
 from harness.plugins import Registry, get_registry
-from harness.results import read_jsonl, read_results, samples_path, write_json
-from harness.runner import RunOptions, TaskRun, load_task_data, score_and_write
+from harness.run_dir import MERGED, TaskSource, read_samples, rebuild_merged, task_sources
+from harness.runner import RunOptions, TaskRun, load_task_data, score_runs, write_results
 from harness.task_config import TaskConfig, apply_overrides, validate
 from harness.task_loading import ResolvedTask, check_against_registry
 
@@ -37,41 +40,18 @@ class SavedResponses:
         return self.records[instance_id]
 
 
-@dataclass
-class SavedRun:
-    """A finished run: its ``results.json`` and the samples files beside it."""
-
-    results_path: Path
-    results: dict[str, Any]
-
-    @property
-    def directory(self) -> Path:
-        return self.results_path.parent
-
-    @property
-    def human_only(self) -> bool:
-        return bool(self.results.get("config", {}).get("human_only"))
-
-    def samples_path(self, task: str) -> Path:
-        return samples_path(self.directory, task)
-
-
-def open_run(target: Path) -> tuple[SavedRun, list[str]]:
-    """A run directory (every task) or one ``samples_<task>.jsonl`` (that task); the results file is beside it."""
-    if target.is_dir():
-        results_path, only = target / "results.json", None
-    elif target.is_file() and target.name.startswith("samples_") and target.suffix == ".jsonl":
-        results_path, only = target.parent / "results.json", target.name[len("samples_") : -len(".jsonl")]
-    else:
-        raise HarnessError(f"{target}: expected a run directory (with results.json) or a samples_<task>.jsonl file")
-    if not results_path.is_file():
-        raise HarnessError(f"{results_path}: not found; re-scoring needs the run's results.json beside its samples")
-    results = read_results(results_path)
-    run = SavedRun(results_path, results)
-    tasks = list(results["configs"])
-    if only is not None and only not in tasks:
-        raise HarnessError(f"{target}: task '{only}' is not in {results_path} (tasks: {', '.join(tasks)})")
-    return run, [only] if only is not None else tasks
+def open_run(target: Path) -> list[TaskSource]:
+    """The tasks to score: a run folder or its ``results.json`` (every task's latest result), a
+    ``results_<date>.json`` (that invocation's tasks) or one samples file (that task)."""
+    if target.is_file() and target.name.startswith("samples_") and target.suffix == ".jsonl":
+        sources = task_sources(target.parent)
+        chosen = [s for s in sources if s.samples_path.resolve() == target.resolve()]
+        if not chosen:
+            raise HarnessError(f"{target}: no results file in {target.parent} names this samples file")
+        return chosen
+    if not target.exists():
+        raise HarnessError(f"{target}: not found; expected a run folder, a results file or a samples_<task> file")
+    return task_sources(target)
 
 
 def choose_scorers(recorded: list[dict[str, Any]], selection: str | None, where: str) -> list[dict[str, Any]]:
@@ -81,6 +61,8 @@ def choose_scorers(recorded: list[dict[str, Any]], selection: str | None, where:
     >>> rec = [{"name": "tvd", "args": {}}, {"name": "ece", "args": {"n_bins": 10}}]
     >>> [s["name"] for s in choose_scorers(rec, "+entropy,-tvd", "t")]
     ['ece', 'entropy']
+    >>> [s["name"] for s in choose_scorers(rec, "+ece", "t")]
+    ['tvd', 'ece']
     >>> choose_scorers(rec, "ece", "t")
     [{'name': 'ece', 'args': {'n_bins': 10}}]
     """
@@ -97,9 +79,9 @@ def choose_scorers(recorded: list[dict[str, Any]], selection: str | None, where:
     for item in items:
         name = item[1:]
         if item[0] == "+":
-            if name in by_name:
-                raise HarnessError(f"--scorers: {where} already has scorer '{name}'")
-            chosen.append({"name": name, "args": {}})
+            # Adding a scorer the run already has keeps it as recorded: ``+entropy`` means "with entropy".
+            if name not in by_name and all(entry["name"] != name for entry in chosen):
+                chosen.append({"name": name, "args": {}})
         else:
             if name not in by_name:
                 raise HarnessError(f"--scorers: {where} has no scorer '{name}' to remove (it has {', '.join(by_name)})")
@@ -109,16 +91,17 @@ def choose_scorers(recorded: list[dict[str, Any]], selection: str | None, where:
     return chosen
 
 
-def _task_config(run: SavedRun, task: str, scorers: str | None, scorer_args: Mapping[str, Any]) -> TaskConfig:
-    where = f"{run.results_path}: configs.{task}"
-    raw = dict(run.results["configs"][task])
+def _task_config(source: TaskSource, scorers: str | None, scorer_args: Mapping[str, Any]) -> TaskConfig:
+    task = source.task
+    where = f"{source.results_path}: configs.{task}"
+    raw = dict(source.results["configs"][task])
     raw["scorers"] = choose_scorers(list(raw.get("scorers") or []), scorers, f"task {task}")
     if scorer_args:
         raw = apply_overrides(raw, scorer_args, where)
     return validate(raw, where)
 
 
-def _resolve(run: SavedRun, task: str, config: TaskConfig, registry: Registry) -> ResolvedTask:
+def _resolve(task: str, config: TaskConfig, registry: Registry) -> ResolvedTask:
     try:
         scorers = check_against_registry(config, registry)
     except TaskConfigError as exc:
@@ -127,16 +110,20 @@ def _resolve(run: SavedRun, task: str, config: TaskConfig, registry: Registry) -
     return ResolvedTask(config, registry.kind(config.request), scorers, variant or None)
 
 
-def _saved_responses(run: SavedRun, task: str, data: LoadedData) -> SavedResponses:
-    path = run.samples_path(task)
-    if not path.is_file():
-        raise HarnessError(f"{path}: not found; the run's samples file holds the outputs to score")
+def _saved_responses(source: TaskSource, data: LoadedData, human_only: bool) -> SavedResponses:
+    path = source.samples_path
     saved = SavedResponses()
     ids: list[str] = []
-    for sample in read_jsonl(path):
-        ids.append(str(sample.get("id")))
+    for line_no, sample in enumerate(read_samples(source), start=1):
+        if "id" not in sample:
+            raise HarnessError(f"{path}: record {line_no}: field 'id' missing")
+        ids.append(str(sample["id"]))
         if "response" in sample:
+            if not isinstance(sample["response"], dict) or not isinstance(sample.get("seed"), int):
+                raise HarnessError(f"{path}: record {line_no}: 'response' must be an object and 'seed' an integer")
             record = {"id": sample["id"], "seed": sample["seed"], "response": sample["response"]}
+            if isinstance(sample.get("arguments"), dict):
+                record["request"] = sample["arguments"]
             saved.records[str(sample["id"])] = record
     expected = [inst.id for inst in data.instances]
     if ids != expected:
@@ -145,7 +132,7 @@ def _saved_responses(run: SavedRun, task: str, data: LoadedData) -> SavedRespons
             "(same ids in the same order); the run and the data no longer match"
         )
     missing = [i for i in expected if i not in saved]
-    if missing and not run.human_only:
+    if missing and not human_only:
         raise HarnessError(f"{path}: instance {missing[0]} has no response ({len(missing)} without); was the run cut?")
     return saved
 
@@ -154,7 +141,10 @@ def _check_answers(r: TaskRun, saved: SavedResponses) -> None:
     """The saved outputs must serve the scorers chosen now (a scorer added later may need requests never asked)."""
     for inst in r.data.instances:
         if inst.id in saved:
-            r.task.kind.check_saved(r.task.config, r.task.scorers, inst, saved.get(inst.id))
+            try:
+                r.task.kind.check_saved(r.task.config, r.task.scorers, inst, saved.get(inst.id))
+            except (KeyError, TypeError, AttributeError, ValueError) as exc:
+                raise HarnessError(f"task {r.name}: instance {inst.id}: saved response is malformed ({exc!r})") from exc
 
 
 def rescore(
@@ -167,18 +157,20 @@ def rescore(
     data_dir: str | None = None,
     registry: Registry | None = None,
 ) -> tuple[dict[str, Any], Path]:
-    """Score a saved run again; returns the new ``results.json`` content and where it was written.
+    """Score a saved run again; returns the merged ``results.json`` content of the output folder and its path.
 
-    ``output_dir`` defaults to ``<run dir>/rescored`` so the original results are never overwritten.
+    ``output_dir`` defaults to ``<run folder>/rescored``, so the original results are never touched. Tasks that
+    came from different invocations are scored with each invocation's own settings (limit, seed, model) and
+    written as separate results files, as the run wrote them.
     """
     registry = registry or get_registry()
-    run, chosen = open_run(target)
+    sources = open_run(target)
     if tasks:
-        unknown = [t for t in tasks if t not in run.results["configs"]]
+        known = [s.task for s in sources]
+        unknown = [t for t in tasks if t not in known]
         if unknown:
-            known = ", ".join(run.results["configs"])
-            raise HarnessError(f"--tasks: '{unknown[0]}' is not in {run.results_path} ({known})")
-        chosen = [t for t in chosen if t in tasks]
+            raise HarnessError(f"--tasks: '{unknown[0]}' is not in {target} ({', '.join(known)})")
+        sources = [s for s in sources if s.task in tasks]
     args = dict(scorer_args or {})
     params = [k for k in args if "." not in k]
     if params:
@@ -186,28 +178,62 @@ def rescore(
             f"--task-args: '{params[0]}' is a request parameter; re-scoring cannot change what the model was asked "
             "(only scorer arguments, scorer.key=value)"
         )
-    recorded = run.results["config"]
+    # Tasks run with the same settings are scored together, as one invocation.
+    groups: dict[str, list[TaskSource]] = {}
+    for source in sources:
+        groups.setdefault(json.dumps(source.run_config, sort_keys=True, default=str), []).append(source)
+    run_dir = sources[0].results_path.parent
+    out_dir = output_dir if output_dir is not None else run_dir / "rescored"
+    prepared = [_prepare_group(group, scorers, args, data_dir, registry) for group in groups.values()]
+    ensure_output_dir(out_dir, "--output-dir")
+    with OutputLock(out_dir):
+        for group, (task_runs, options, model_info, data_root) in zip(groups.values(), prepared, strict=True):
+            results, samples = score_runs(task_runs, options, model_info, None)
+            results["config"]["data_dir"] = str(data_root.resolve())
+            results["config"]["rescored_from"] = str(group[0].results_path)
+            write_results(out_dir, results, samples, "the run's own files are untouched")
+        merged = rebuild_merged(out_dir)
+    return merged, out_dir / MERGED
+
+
+def _recorded_data_dir(recorded: Mapping[str, Any], given: str | None) -> Path:
+    """``--data-dir`` if given, else the folder the run read (when it still exists), else the default."""
+    if given is None and isinstance(recorded.get("data_dir"), str) and Path(recorded["data_dir"]).is_dir():
+        return Path(recorded["data_dir"])
+    return resolve_data_dir(given)[0]
+
+
+def _prepare_group(
+    group: list[TaskSource], scorers: str | None, args: dict[str, Any], data_dir: str | None, registry: Registry
+) -> tuple[list[TaskRun], RunOptions, dict[str, Any], Path]:
+    """The tasks of one invocation, ready to score: data loaded and checked, saved responses read."""
+    results = group[0].results
+    recorded = group[0].run_config
+    human_only = bool(recorded.get("human_only"))
     limit = recorded.get("limit")
-    data_root, _ = resolve_data_dir(data_dir)
+    data_root = _recorded_data_dir(recorded, data_dir)
     task_runs: list[TaskRun] = []
-    for task in chosen:
-        config = _task_config(run, task, scorers, args)
-        resolved = _resolve(run, task, config, registry)
+    for source in group:
+        task = source.task
+        config = _task_config(source, scorers, args)
+        resolved = _resolve(task, config, registry)
         data = load_task_data(resolved, registry, data_root, limit)
-        if data.data_hash != run.results["task_hashes"].get(task):
+        if data.data_hash != results["task_hashes"].get(task):
             raise HarnessError(
                 f"task {task}: the data read now (hash {data.data_hash[:12]}) differs from the run's "
-                f"(hash {str(run.results['task_hashes'].get(task))[:12]}); its outputs answer other inputs"
+                f"(hash {str(results['task_hashes'].get(task))[:12]}); its outputs answer other inputs"
             )
         r = TaskRun(resolved, data)
-        saved = _saved_responses(run, task, data)
-        if not run.human_only:
+        saved = _saved_responses(source, data, human_only)
+        if not human_only:
             _check_answers(r, saved)
             r.store = saved
         task_runs.append(r)
-
     model = None
-    if not run.human_only:
+    if not human_only:
+        for key in ("model", "model_name"):
+            if not isinstance(recorded.get(key), str):
+                raise HarnessError(f"{group[0].results_path}: field 'config.{key}': expected the model's {key}")
         model = ModelSpec(
             kind=recorded["model"],
             name=recorded["model_name"],
@@ -216,15 +242,10 @@ def rescore(
             batch_size=recorded.get("batch_size") or "auto",
         )
     options = RunOptions(
-        tasks=chosen,
+        tasks=[s.task for s in group],
         model=model,
         task_args={**(recorded.get("task_args") or {}), **args},
         limit=limit,
         seed=int(recorded.get("random_seed", 0)),
     )
-    out_dir = output_dir if output_dir is not None else run.directory / "rescored"
-    model_info = recorded.get("model_info") or {}
-    results = score_and_write(task_runs, options, out_dir, model_info, None)
-    results["config"]["rescored_from"] = str(run.results_path)
-    write_json(out_dir / "results.json", results)
-    return results, out_dir / "results.json"
+    return task_runs, options, recorded.get("model_info") or {}, data_root

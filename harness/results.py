@@ -9,21 +9,21 @@ deterministic function of the command, so two runs of one command give identical
 
 from __future__ import annotations
 
-import json
-import os
+import functools
+import hashlib
 import platform
-import tempfile
-from collections.abc import Iterable
+import subprocess
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 from harness import __version__
-from harness.errors import HarnessError
+from harness.errors import HarnessError, shorten
+from harness.files import read_json_object
 from harness.scoring import Metric
 
 #: Keys that legitimately differ between two runs of the same command.
-VOLATILE_KEYS = ("date", "timing", "total_evaluation_time_seconds", "api_calls")
+VOLATILE_KEYS = ("date", "timing", "total_evaluation_time_seconds", "api_calls", "git_hash")
 
 _LIBRARIES = ("torch", "transformers", "numpy", "scipy", "pluggy", "pyyaml", "accelerate", "gguf", "openai", "httpx")
 
@@ -36,6 +36,29 @@ def library_versions() -> dict[str, str]:
         except metadata.PackageNotFoundError:
             continue
     return versions
+
+
+@functools.lru_cache(maxsize=1)
+def git_hash() -> str | None:
+    """The harness checkout's commit (``git describe --always --dirty``), as lm-eval records it; None when the
+    harness is not run from a git checkout."""
+    try:
+        out = subprocess.run(
+            ["git", "describe", "--always", "--dirty"],
+            cwd=Path(__file__).resolve().parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+def lm_eval_hash(text: str) -> str:
+    """sha256 hex of ``text``, as lm-eval hashes a sample's document, prompt and target (``doc_hash`` ...)."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def metric_record(metric: Metric) -> dict[str, Any]:
@@ -59,34 +82,6 @@ def lm_eval_entries(task: str, metrics: dict[str, Metric]) -> dict[str, Any]:
     return entries
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temporary file and rename, so a kill never leaves a half-written results file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        # mkstemp makes the file private (0600); results and pages are for sharing, so use the usual mode.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def write_jsonl(path: Path, records: Iterable[dict[str, Any]]) -> None:
-    lines = (json.dumps(r, ensure_ascii=False, sort_keys=True) for r in records)
-    atomic_write_text(path, "".join(line + "\n" for line in lines))
-
-
-def write_json(path: Path, data: dict[str, Any]) -> None:
-    atomic_write_text(path, json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False) + "\n")
-
-
 def add_cost(usage: dict[str, Any], prices: dict[str, float] | None) -> None:
     """Put ``cost_usd`` into an API usage total, from prices in USD per million prompt and completion tokens.
 
@@ -101,40 +96,71 @@ def add_cost(usage: dict[str, Any], prices: dict[str, float] | None) -> None:
     usage["cost_usd"] = round(cost, 6)
 
 
-def samples_path(run_dir: Path, task: str) -> Path:
-    """Where a run keeps one task's per-instance records (``task`` with its decoding variant, if any)."""
-    return run_dir / f"samples_{task}.jsonl"
+#: The sections of a results file keyed by task; everything else describes the invocation.
+PER_TASK_KEYS = (
+    "results",
+    "metrics",
+    "higher_is_better",
+    "configs",
+    "versions",
+    "n-samples",
+    "task_hashes",
+    "data_sources",
+    "responses",
+    "unavailable",
+    "notes",
+    "scorers",
+    "reports",
+    "controls",
+    "headline",
+)
 
+#: Version of this file layout (``format_version``): 2 added timestamped files, ``sources``, ``git_hash``, and
+#: the samples' ``arguments`` and hashes.
+FORMAT_VERSION = 2
 
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Every record of a JSON-lines file the harness wrote; a bad line is a one-line error naming file and line."""
-    records: list[dict[str, Any]] = []
-    with path.open(encoding="utf-8") as f:
-        for line_no, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise HarnessError(f"{path}: line {line_no}: not JSON ({exc})") from exc
-    return records
-
-
-#: Fields every ``results.json`` written by ``harness run`` has, and that re-scoring and leaderboards read.
+#: Fields every results file written by ``harness run`` has, and that re-scoring and leaderboards read.
 RESULTS_FIELDS = ("metrics", "configs", "config", "task_hashes", "versions", "n-samples")
 
 
-def read_results(path: Path) -> dict[str, Any]:
-    """A ``results.json`` written by ``harness run`` (or ``harness score``), checked for the fields readers need."""
-    try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise HarnessError(f"{path}: cannot read ({exc.strerror})") from exc
-    except json.JSONDecodeError as exc:
-        raise HarnessError(f"{path}: not JSON ({exc})") from exc
+def check_results(results: Any, path: Path) -> None:
+    """Refuse, naming the file and the field, a results file that readers would trip over later."""
     for key in RESULTS_FIELDS:
         if not isinstance(results, dict) or key not in results:
-            raise HarnessError(f"{path}: field '{key}' missing; is this a results.json written by harness run?")
+            raise HarnessError(f"{path}: field '{key}' missing; is this a results file written by harness run?")
+        if not isinstance(results[key], dict):
+            raise HarnessError(f"{path}: field '{key}': expected an object, got {type(results[key]).__name__}")
+    if not results["configs"]:
+        raise HarnessError(f"{path}: field 'configs' is empty; the file holds no task")
+    for task, config in results["configs"].items():
+        if not isinstance(config, dict) or not isinstance(config.get("request"), str):
+            raise HarnessError(f"{path}: field 'configs.{task}': expected a task configuration with 'request'")
+    for key in ("metrics", "task_hashes", "versions", "n-samples"):
+        for task, value in results[key].items():
+            if task not in results["configs"]:
+                raise HarnessError(f"{path}: field '{key}.{task}': task not in 'configs'")
+            if key in ("metrics", "n-samples") and not isinstance(value, dict):
+                raise HarnessError(f"{path}: field '{key}.{task}': expected an object, got {type(value).__name__}")
+    for task, metrics in results["metrics"].items():
+        for name, record in metrics.items():
+            value = record.get("value") if isinstance(record, dict) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise HarnessError(
+                    f"{path}: field 'metrics.{task}.{name}.value': expected a number, got {shorten(repr(value))}"
+                )
+    config = results["config"]
+    for key, kind in (("human_only", bool), ("random_seed", int)):
+        if key in config and not isinstance(config[key], kind):
+            raise HarnessError(f"{path}: field 'config.{key}': expected {kind.__name__}, got {shorten(config[key])}")
+    limit = config.get("limit")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise HarnessError(f"{path}: field 'config.limit': expected a positive integer or null, got {shorten(limit)}")
+
+
+def read_results(path: Path) -> dict[str, Any]:
+    """A results file written by ``harness run`` (or ``harness score``), checked for the fields readers need."""
+    results = read_json_object(path, "a results file")
+    check_results(results, path)
     return results
 
 
@@ -143,27 +169,72 @@ def strip_volatile(results: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in results.items() if k not in VOLATILE_KEYS}
 
 
-def format_table(results: dict[str, Any]) -> str:
-    """A plain-text table of every task's metrics, for the end of ``harness run``."""
-    rows = [("task", "metric", "value", "95% CI", "better")]
-    hidden: dict[str, int] = {}
-    for task, metrics in results.get("metrics", {}).items():
-        for name, m in metrics.items():
-            if name.count("/") >= 2:
-                # A per-group breakdown (``string.prob/acc/Irony``): in results.json, summarised below.
-                hidden[task] = hidden.get(task, 0) + 1
-                continue
-            ci = m.get("ci")
-            ci_text = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
-            if m.get("spread") is not None:
-                ci_text += f" ±{m['spread']:.4f} over splits"
-            direction = {True: "higher", False: "lower", None: ""}[m.get("higher_is_better")]
-            rows.append((task, name, f"{m['value']:.4f}", ci_text, direction))
-    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+def _ci_text(m: dict[str, Any]) -> str:
+    ci = m.get("ci")
+    text = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
+    if m.get("spread") is not None:
+        text += f" ±{m['spread']:.4f} over splits"
+    return text
+
+
+def _direction(m: dict[str, Any]) -> str:
+    return {True: "higher", False: "lower", None: ""}[m.get("higher_is_better")]
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    for task, count in hidden.items():
-        lines.append(f"{task}: {count} per-group metrics (e.g. per phenomenon) are in results.json")
+    return lines
+
+
+#: Metrics a task without declared headline metrics shows in the short table.
+FALLBACK_HEADLINE = 6
+
+
+def headline_rows(results: dict[str, Any]) -> tuple[list[tuple[str, ...]], int]:
+    """The short table: per task its headline metrics (the scorers' ``headline``), each with its human control
+    beside it; a control shown beside its metric gets no row of its own. Also returns how many metrics are not
+    shown."""
+    rows: list[tuple[str, ...]] = [("task", "metric", "value", "95% CI", "human control", "better")]
+    hidden = 0
+    for task, metrics in results.get("metrics", {}).items():
+        names = [m for m in (results.get("headline") or {}).get(task) or [] if m in metrics]
+        if not names:
+            names = [m for m in metrics if "/" not in m][:FALLBACK_HEADLINE]
+        controls = (results.get("controls") or {}).get(task, {})
+        beside = {controls[m] for m in names if m in controls}
+        shown = [m for m in names if m not in beside]
+        hidden += len(metrics) - len(shown) - len(beside & set(metrics))
+        for name in shown:
+            m = metrics[name]
+            control = controls.get(name)
+            human = f"{metrics[control]['value']:.4f} ({control})" if control in metrics else ""
+            rows.append((task, name, f"{m['value']:.4f}", _ci_text(m), human, _direction(m)))
+    return rows, hidden
+
+
+def format_table(results: dict[str, Any], full: bool = False) -> str:
+    """A plain-text table for the end of ``harness run``: the headline metrics with their human controls, or
+    (``full``) every task metric."""
+    if full:
+        rows: list[tuple[str, ...]] = [("task", "metric", "value", "95% CI", "better")]
+        groups: dict[str, int] = {}
+        for task, metrics in results.get("metrics", {}).items():
+            for name, m in metrics.items():
+                if name.count("/") >= 2:
+                    # A per-group breakdown (``string.prob/acc/Irony``): in results.json, summarised below.
+                    groups[task] = groups.get(task, 0) + 1
+                    continue
+                rows.append((task, name, f"{m['value']:.4f}", _ci_text(m), _direction(m)))
+        lines = _aligned(rows)
+        for task, count in groups.items():
+            lines.append(f"{task}: {count} per-group metrics (e.g. per phenomenon) are in results.json")
+    else:
+        rows, hidden = headline_rows(results)
+        lines = _aligned(rows)
+        if hidden:
+            lines.append(f"{hidden} more metrics are in results.json (--full-table prints them)")
     for task, scorers in results.get("unavailable", {}).items():
         for scorer, reason in scorers.items():
             lines.append(f"{task}: {scorer} unavailable: {reason}")
@@ -171,8 +242,9 @@ def format_table(results: dict[str, Any]) -> str:
         for scorer, report in reports.items():
             if report.get("text"):
                 lines += ["", f"{task}: {scorer}", report["text"]]
-    for task, scorers in results.get("notes", {}).items():
-        for scorer, notes in scorers.items():
-            for key, note in notes.items():
-                lines.append(f"{task}: {scorer}: {key}: {note}")
+    if full:
+        for task, scorers in results.get("notes", {}).items():
+            for scorer, notes in scorers.items():
+                for key, note in notes.items():
+                    lines.append(f"{task}: {scorer}: {key}: {note}")
     return "\n".join(lines)

@@ -21,18 +21,22 @@ from typing import Any, Protocol
 from harness import __version__
 from harness.data import LoadedData, resolve_data_dir
 from harness.errors import HarnessError
+from harness.files import WriteError, ensure_output_dir
+from harness.locking import OutputLock
 from harness.models import ModelAdapter, ModelSpec
 from harness.plugins import Registry, get_registry
 from harness.progress import progress
 from harness.results import (
+    FORMAT_VERSION,
+    PER_TASK_KEYS,
     add_cost,
+    git_hash,
     library_versions,
     lm_eval_entries,
+    lm_eval_hash,
     metric_record,
-    samples_path,
-    write_json,
-    write_jsonl,
 )
+from harness.run_dir import new_stamp, write_invocation
 from harness.scoring import Metric, Scorer, ScorerUnavailable
 from harness.seeding import derive_rng, derive_seed
 from harness.store import ResponseStore
@@ -117,6 +121,8 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     """Run the tasks and write the results; returns the ``results.json`` content."""
     started = time.perf_counter()
     registry = registry or get_registry()
+    if not options.tasks:
+        raise HarnessError("--tasks: no task given (expected comma-separated task names or task YAML files)")
     if options.limit is not None and options.limit < 1:
         raise HarnessError(f"--limit: expected a positive integer, got {options.limit}")
     tasks = resolve_tasks(options.tasks, options.task_args, registry, expand_decoding=options.model is not None)
@@ -128,6 +134,7 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
 
     data_dir, _ = resolve_data_dir(options.data_dir)
     out_dir = options.output_dir / run_slug(options.model)
+    ensure_output_dir(out_dir, "--output-dir")
     loaded: dict[str, LoadedData] = {}
     runs = []
     for t in tasks:
@@ -137,6 +144,19 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
             loaded[key] = load_task_data(t, registry, data_dir, options.limit)
         runs.append(TaskRun(t, loaded[key]))
 
+    with OutputLock(out_dir):
+        return _run_locked(options, runs, adapter_cls, out_dir, data_dir, started)
+
+
+def _run_locked(
+    options: RunOptions,
+    runs: list[TaskRun],
+    adapter_cls: type[ModelAdapter] | None,
+    out_dir: Path,
+    data_dir: Path,
+    started: float,
+) -> dict[str, Any]:
+    """Answer, score and write while holding the output folder's lock (no second process mixes in)."""
     adapter: ModelAdapter | None = None
     api_calls: dict[str, Any] | None = None
     load_seconds: float | None = None
@@ -167,12 +187,29 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
         if adapter is not None:
             adapter.close()
 
-    results = score_and_write(runs, options, out_dir, model_info, load_seconds)
+    results, samples = score_runs(runs, options, model_info, load_seconds)
+    results["config"]["data_dir"] = str(data_dir.resolve())
     if api_calls is not None:
         results["api_calls"] = api_calls
     results["total_evaluation_time_seconds"] = round(time.perf_counter() - started, 3)
-    write_json(out_dir / "results.json", results)
+    safe = (
+        f"the model's responses are safe in {out_dir / 'responses'}; run the same command again to write the results "
+        "without asking the model again"
+        if options.model is not None
+        else "nothing else was lost; run the same command again"
+    )
+    write_results(out_dir, results, samples, safe)
     return results
+
+
+def write_results(
+    out_dir: Path, results: dict[str, Any], samples: dict[str, list[dict[str, Any]]], safe: str
+) -> Path:
+    """Write one invocation's files (``harness.run_dir``); a failed write says what is still safe."""
+    try:
+        return write_invocation(out_dir, new_stamp(out_dir), results, samples)
+    except WriteError as exc:
+        raise HarnessError(f"{exc}; {safe}") from exc
 
 
 def _check_model_answers(adapter_cls: type[ModelAdapter], model: ModelSpec, tasks: list[ResolvedTask]) -> None:
@@ -206,47 +243,33 @@ def _answer_missing(r: TaskRun, adapter: ModelAdapter | None, seed: int) -> None
     blocks = [instances[k : k + size] for k in range(0, len(instances), size)]
     todo = [block for block in blocks if any(inst.id not in store for inst in block)]
     start = time.perf_counter()
-    desc = f"{r.name}: blocks of {size} instances"
     kind = r.task.kind
-    for block in progress(todo, total=len(todo), desc=desc, unit="block"):
+    total = sum(len(block) for block in todo)
+    for block in progress(todo, total=total, desc=r.name, unit="instance", weight=len):
         seeds = [derive_seed(seed, r.name, inst.id) for inst in block]
         requests = [kind.build(r.task.config, inst, s, r.task.scorers) for inst, s in zip(block, seeds, strict=True)]
         records = kind.answer(adapter, requests)
-        for inst, inst_seed, record in zip(block, seeds, records, strict=True):
+        for inst, inst_seed, request, record in zip(block, seeds, requests, records, strict=True):
             if inst.id not in store:
-                store.append(inst.id, inst_seed, record)
+                store.append(inst.id, inst_seed, record, request.to_record())
     r.timing["requests_seconds"] = round(time.perf_counter() - start, 3)
 
 
-def score_and_write(
+def score_runs(
     runs: list[TaskRun],
     options: RunOptions,
-    out_dir: Path,
     model_info: dict[str, Any],
     load_seconds: float | None,
-) -> dict[str, Any]:
-    results: dict[str, Any] = {
-        "results": {},
-        "metrics": {},
-        "higher_is_better": {},
-        "configs": {},
-        "versions": {},
-        "n-samples": {},
-        "task_hashes": {},
-        "data_sources": {},
-        "responses": {},
-        "unavailable": {},
-        "notes": {},
-        "scorers": {},
-        "reports": {},
-        "controls": {},
-    }
+) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """Score every task from its stored responses: the results file's content and each task's samples records."""
+    results: dict[str, Any] = {"format_version": FORMAT_VERSION, **{key: {} for key in PER_TASK_KEYS}}
+    samples_by_task: dict[str, list[dict[str, Any]]] = {}
     timing: dict[str, Any] = {}
     for r in runs:
         start = time.perf_counter()
         metrics, samples, response_summary, unavailable, reports = _score_task(r, options.seed)
         controls = _controls(r, metrics, unavailable)
-        write_jsonl(samples_path(out_dir, r.name), samples)
+        samples_by_task[r.name] = samples
         name = r.name
         results["results"][name] = lm_eval_entries(name, metrics)
         results["metrics"][name] = {k: metric_record(m) for k, m in metrics.items()}
@@ -269,6 +292,7 @@ def score_and_write(
             results["reports"][name] = reports
         if controls:
             results["controls"][name] = controls
+        results["headline"][name] = _headline(r, metrics, unavailable)
         notes = {s.name: s.notes for s in r.task.scorers if s.notes and s.name not in unavailable}
         if notes:
             results["notes"][name] = notes
@@ -291,11 +315,12 @@ def score_and_write(
         "task_args": dict(options.task_args),
     }
     results["library_versions"] = library_versions()
+    results["git_hash"] = git_hash()
     results["date"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     if load_seconds is not None:
         timing["model_load_seconds"] = round(load_seconds, 3)
     results["timing"] = timing
-    return results
+    return results, samples_by_task
 
 
 def _prepare_scorers(
@@ -347,9 +372,16 @@ def _score_task(
             value = getattr(inst, optional, None)
             if value:
                 sample[optional] = value
+        sample["doc_hash"] = lm_eval_hash(json.dumps(sample["doc"], indent=2, ensure_ascii=False, default=str))
+        sample["target_hash"] = lm_eval_hash(str(sample.get("target", "")))
         if record is not None:
             sample["seed"] = record["seed"]
             sample["response"] = record["response"]
+            arguments = record.get("request") or kind.build(config, inst, record["seed"], r.task.scorers).to_record()
+            sample["arguments"] = arguments
+            prompt = kind.prompt_text(arguments)
+            if prompt is not None:
+                sample["prompt_hash"] = lm_eval_hash(prompt)
             kind.summarize(summary, record["response"])
         samples.append(sample)
 
@@ -373,6 +405,15 @@ def _score_task(
                 sample.setdefault("reports", {})[scorer.name] = entry
         reports[scorer.name] = report
     return metrics, samples, summary, unavailable, reports
+
+
+def _headline(r: TaskRun, metrics: dict[str, Metric], unavailable: dict[str, str]) -> list[str]:
+    """The task's few headline metrics (each scorer's ``headline``), for the short table ``harness run`` prints."""
+    names: list[str] = []
+    for scorer in r.task.scorers:
+        if scorer.name not in unavailable:
+            names += [m for m in scorer.headline_metrics(list(metrics)) if m not in names]
+    return names
 
 
 def _controls(r: TaskRun, metrics: dict[str, Metric], unavailable: dict[str, str]) -> dict[str, str]:

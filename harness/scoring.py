@@ -8,6 +8,7 @@ is how the human reference row is produced without loading a model.
 
 from __future__ import annotations
 
+import fnmatch
 from abc import ABC, abstractmethod
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -56,6 +57,9 @@ class Scorer(ABC):
     #: For ``multiple_choice`` tasks: the kinds of the requests :meth:`requests` builds (``loglikelihood``,
     #: ``next_token``, ``similarity``, ``generate``). The runner checks them against the model before it loads.
     requested_kinds: ClassVar[frozenset[str]] = frozenset()
+    #: The few metrics (shell-style patterns) that ``harness run`` prints in its short table, with their human
+    #: control beside them; every metric stays in ``results.json`` and in ``--full-table``.
+    headline: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **args: Any) -> None:
         self.args = args
@@ -87,6 +91,10 @@ class Scorer(ABC):
         human row under the model metric's column. The default, no pairs, leaves the human row without them.
         """
         return {}
+
+    def headline_metrics(self, metrics: Collection[str]) -> list[str]:
+        """Which of the task's ``metrics`` are this scorer's headline (:attr:`headline`), in report order."""
+        return [m for m in metrics if any(fnmatch.fnmatchcase(m, pattern) for pattern in self.headline)]
 
     def describe(self) -> dict[str, Any]:
         """Provenance of the scorer's own models (tagger, embedding model), for ``results.json``."""

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Regenerates leaderboards/smollm2-cpu/: every landed task with its data here, run with the packaged SmolLM2-135M
-# on CPU (the only causal LM available offline), beside the human control of each task, then folded into one
-# leaderboard. Limits keep the whole thing near an hour on 2 CPU cores; they are recorded in every results.json.
+# Regenerates leaderboards/smollm2-cpu/: every landed task with its data here, run with the packaged
+# SmolLM2-135M-Instruct (dequantised from its Q4_1 GGUF) on CPU (the only causal LM available offline), beside the
+# human control of each task, then folded into one leaderboard. Limits keep the whole thing near an hour on 2 CPU
+# cores; they are recorded in every results.json.
 # Usage: bash leaderboards/smollm2-cpu.sh [DATA_DIR]   (from the repository root, after scripts/setup.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -71,3 +71,17 @@ def tiny_t5(tokenizer: Any, **config: Any) -> Any:
     model_config = T5Config(vocab_size=len(tokenizer), **{**settings, **config})
     model_config.decoder_start_token_id = 0
     return T5ForConditionalGeneration(model_config).eval()
+
+
+def source_of(run_dir: Path, task: str) -> Path:
+    """The timestamped results file that holds ``task``'s latest result in a run folder."""
+    from harness.run_dir import task_sources
+
+    return next(s.results_path for s in task_sources(run_dir) if s.task == task)
+
+
+def samples_of(run_dir: Path, task: str) -> Path:
+    """The samples file of ``task``'s latest result in a run folder."""
+    from harness.run_dir import task_sources
+
+    return next(s.samples_path for s in task_sources(run_dir) if s.task == task)

@@ -24,6 +24,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import sys
 from contextlib import chdir, redirect_stdout
 from io import StringIO
@@ -102,16 +103,21 @@ def _drop_volatile(value: Any) -> Any:
     return value
 
 
+#: The time stamp in the names of results and samples files (``results_2026-11-23T16-05-03.123456.json``).
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d\.\d{6}")
+
+
 def normalise(path: Path, data_dir: Path) -> str:
-    """A file's text with the keys that change from run to run removed, and the checkout's and the data's
-    locations written as ``<repo>`` and ``<data>`` (results record the paths of packaged models and data files, and
-    CI runs in another folder than the one the fixture was recorded in)."""
+    """A file's text with the keys that change from run to run removed, file time stamps written as ``<stamp>``,
+    and the checkout's and the data's locations written as ``<repo>`` and ``<data>`` (results record the paths of
+    packaged models and data files, and CI runs in another folder than the one the fixture was recorded in)."""
     if path.suffix == ".json":
         data = json.loads(path.read_text(encoding="utf-8"))
         text = json.dumps(_drop_volatile(data), indent=2, ensure_ascii=False) + "\n"
     else:
         text = path.read_text(encoding="utf-8")
-    return text.replace(str(data_dir), "<data>").replace(str(REPO), "<repo>")
+    text = text.replace(str(data_dir), "<data>").replace(str(REPO), "<repo>")
+    return STAMP.sub("<stamp>", text)
 
 
 def snapshot(model: str, root: Path, data_dir: Path, model_args: str | None = None) -> dict[str, str]:
@@ -139,7 +145,7 @@ def collect(root: Path, data_dir: Path) -> dict[str, str]:
         if rel.parts[0] == "normalised" or not path.is_file():
             continue
         if path.suffix in (".json", ".jsonl") and path.parent.name != "api-cache":
-            outputs[str(rel)] = normalise(path, data_dir)
+            outputs[STAMP.sub("<stamp>", str(rel))] = normalise(path, data_dir)
     return outputs
 
 

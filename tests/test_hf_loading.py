@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 import time
 from pathlib import Path
 from typing import Any
@@ -64,6 +65,95 @@ def test_unknown_alias_names_everything_tried(monkeypatch: pytest.MonkeyPatch, t
     assert "unknown model alias 'smollm2-360m'" in message and "did you mean 'smollm2-135m'" in message
     assert "no local directory 'smollm2-360m'" in message and "hub id 'smollm2-360m' failed" in message
     assert time.perf_counter() - start < 30
+
+
+def _closed_port() -> int:
+    """A local TCP port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def no_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """Online mode (no offline variable), a hub endpoint that refuses connections, and an empty hub cache."""
+    import huggingface_hub.constants
+
+    for var in (*loading.OFFLINE_VARIABLES, "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv("all_proxy", raising=False)
+    monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    cache = tmp_path / "hub-cache"
+    cache.mkdir()
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(cache))
+    monkeypatch.chdir(tmp_path)
+    return cache
+
+
+def test_unreachable_hub_fails_fast_with_the_cause(no_hub: Path) -> None:
+    start = time.perf_counter()
+    with pytest.raises(ModelLoadError) as info:
+        load_hf_model("hf:harness-tests/no-such-model", device="cpu")
+    elapsed = time.perf_counter() - start
+    message = str(info.value)
+    assert "\n" not in message and elapsed < 10
+    assert "could not load model 'harness-tests/no-such-model'" in message
+    assert "hub id 'harness-tests/no-such-model' failed: the hub http://127.0.0.1:" in message
+    assert "is unreachable (" in message and "only the local hub cache was tried" in message
+
+
+@pytest.mark.parametrize("variable", loading.OFFLINE_VARIABLES)
+def test_offline_mode_skips_the_probe(no_hub: Path, monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
+    monkeypatch.setenv(variable, "1")
+    monkeypatch.setattr(loading, "hub_unreachable", lambda *a, **k: pytest.fail("probed the hub in offline mode"))
+    start = time.perf_counter()
+    with pytest.raises(ModelLoadError) as info:
+        load_hf_model("hf:gpt2", device="cpu")
+    assert time.perf_counter() - start < 10
+    assert f"hub id 'gpt2' failed: offline mode is on ({variable} is set)" in str(info.value)
+
+
+def test_cached_hub_model_loads_when_the_hub_is_unreachable(no_hub: Path) -> None:
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+    from transformers import PreTrainedTokenizerFast
+
+    from tests.helpers import tiny_gpt2
+
+    words = ["<unk>", "<s>", "</s>", "the", "cat", "sat"]
+    backend = Tokenizer(WordLevel({w: i for i, w in enumerate(words)}, unk_token="<unk>"))
+    backend.pre_tokenizer = Whitespace()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", eos_token="</s>")
+    commit = "0" * 40
+    repo = no_hub / "models--harness-tests--tiny"
+    snapshot = repo / "snapshots" / commit
+    tiny_gpt2(tokenizer).save_pretrained(snapshot)
+    tokenizer.save_pretrained(snapshot)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    start = time.perf_counter()
+    loaded = load_hf_model("hf:harness-tests/tiny", device="cpu")
+    assert time.perf_counter() - start < 10
+    assert loaded.source.kind == "hub" and type(loaded.model).__name__ == "GPT2LMHeadModel"
+
+
+def test_hub_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    port = _closed_port()
+    assert loading.hub_unreachable(f"https://127.0.0.1:{port}", timeout=1) is not None
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        listening = server.getsockname()[1]
+        assert loading.hub_unreachable(f"http://127.0.0.1:{listening}", timeout=1) is None
+        # Through a proxy: the proxy is what must answer, not the (here unresolvable) hub host.
+        monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{listening}")
+        assert loading.hub_unreachable("https://hub.invalid", timeout=1) is None
+    monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
+    reason = loading.hub_unreachable("https://hub.invalid", timeout=1)
+    assert reason is not None and reason.startswith(f"the proxy 127.0.0.1:{port} for the hub https://hub.invalid is")
 
 
 def test_missing_package_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:

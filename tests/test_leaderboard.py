@@ -14,6 +14,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.leaderboard import build
+from tests.helpers import source_of
 
 MODEL = "mock:test"
 
@@ -64,7 +65,7 @@ def test_rows_columns_and_the_human_control_hold_the_runs_numbers(
     assert people["metrics"]["provo"]["ece_model_corpus"] == human["metrics"]["provo"]["ece_oracle_corpus"]
     assert people["metrics"]["asset-test"]["unigram_w1_mh"] == human["metrics"]["asset-test"]["unigram_control_w1"]
     assert people["metrics"]["provo"]["acc_human_majority"] == human["metrics"]["provo"]["acc_human_majority"]
-    assert people["sources"]["provo"] == str(_results(saved_runs)[2])
+    assert people["sources"]["provo"] == str(source_of(saved_runs / "human", "provo"))
     # Task provenance, directions and the headline column.
     provo = board["tasks"]["provo"]
     assert provo["version"] == cloze["versions"]["provo"] and provo["data_hash"] == cloze["task_hashes"]["provo"]
@@ -90,19 +91,20 @@ def test_results_that_cannot_be_compared_are_refused_or_marked(saved_mock_runs: 
     with pytest.raises(HarnessError, match="appears in both"):
         build([paths[0], twice / "results.json"], tmp_path / "x", plots=False, html=False)
     # Another task version (hand-edited copy of a real run): refused, then merged with a mark when allowed.
-    edited = _read(twice / "results.json")
+    invocation = source_of(twice, "provo")
+    edited = _read(invocation)
     edited["versions"]["provo"] = 2
     edited["config"]["model_name"] = "other"
-    (twice / "results.json").write_text(json.dumps(edited))
+    invocation.write_text(json.dumps(edited))
     with pytest.raises(
-        HarnessError, match=r"task provo: task version differs \(.*twice/results.json: 2; the others: 1\)"
+        HarnessError, match=r"task provo: task version differs \(.*twice/results_[^ ]*.json: 2; the others: 1\)"
     ):
         build([paths[0], paths[2], twice / "results.json"], tmp_path / "x", plots=False, html=False)
     proc = cli("leaderboard", str(paths[0]), str(twice / "results.json"), "-o", str(tmp_path / "x"), check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--allow-mixed" in proc.stderr
     board = build([paths[0], paths[2], twice / "results.json"], tmp_path / "mixed", allow_mixed=True)
     assert board["mixed"] == [
-        {"task": "provo", "source": str(twice / "results.json"), "differs": ["task version 2, others 1"]}
+        {"task": "provo", "source": str(invocation), "differs": ["task version 2, others 1"]}
     ]
     assert _row(board, "mock:other · ancestral")["mixed"] == {"provo": ["task version 2, others 1"]}
     assert "mixed" not in _row(board, f"{MODEL} · ancestral")

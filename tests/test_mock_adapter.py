@@ -25,7 +25,7 @@ from harness.requests import (
 )
 from harness.results import VOLATILE_KEYS
 from plugins.mock.adapter import COMMON_WORDS, MockAdapter
-from tests.helpers import require_provo
+from tests.helpers import require_provo, samples_of
 
 CONTEXT = "The old man walked his dog along the quiet river every morning before"
 SOURCE = "The cat sat on the mat because the mat was warm."
@@ -207,7 +207,7 @@ def _store(run_dir: Path) -> Path:
 
 def _stable(run_dir: Path) -> dict[str, Any]:
     results = json.loads((run_dir / "results.json").read_text())
-    return {k: v for k, v in results.items() if k not in VOLATILE_KEYS}
+    return {k: v for k, v in results.items() if k not in (*VOLATILE_KEYS, "sources")}
 
 
 def test_a_resumed_run_gives_the_results_of_an_uninterrupted_run(cli: Any, tmp_path: Path) -> None:
@@ -216,7 +216,7 @@ def test_a_resumed_run_gives_the_results_of_an_uninterrupted_run(cli: Any, tmp_p
     cli(*args, "--output-dir", str(tmp_path / "clean"))
     run_dir = tmp_path / "clean" / "mock__test"
     before = _stable(run_dir)
-    samples = (run_dir / "samples_provo.jsonl").read_text()
+    samples = samples_of(run_dir, "provo").read_text()
     assert before["n-samples"]["provo"] == {"original": 2687, "effective": 4}
 
     # Lose the last stored answer (as a kill before it was written would), then run the same command again.
@@ -229,13 +229,13 @@ def test_a_resumed_run_gives_the_results_of_an_uninterrupted_run(cli: Any, tmp_p
     cli(*args, "--output-dir", str(tmp_path / "clean"))
     assert [json.loads(line)["id"] for line in store.read_text().splitlines() if '"id"' in line] == ids
     assert _stable(run_dir) == before
-    assert (run_dir / "samples_provo.jsonl").read_text() == samples
+    assert samples_of(run_dir, "provo").read_text() == samples
 
     # Another block size answers every request the same way: the same metrics and samples.
     cli(*args, "--model-args", "block_size=1", "--output-dir", str(tmp_path / "blocks"))
     other = tmp_path / "blocks" / "mock__test"
     assert _stable(other)["metrics"] == before["metrics"]
-    assert (other / "samples_provo.jsonl").read_text() == samples
+    assert samples_of(other, "provo").read_text() == samples
 
 
 def test_the_mock_answers_every_kind_it_claims() -> None:

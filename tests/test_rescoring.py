@@ -18,7 +18,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.rescoring import rescore
 from harness.results import strip_volatile
-from tests.helpers import shared_data_dir
+from tests.helpers import samples_of, shared_data_dir, source_of
 
 SLUG = "mock__test"
 SWEEP = ("asset-test@ancestral", "asset-test@top_p=0.9")
@@ -26,7 +26,11 @@ SWEEP = ("asset-test@ancestral", "asset-test@top_p=0.9")
 
 def _comparable(results: dict[str, Any]) -> dict[str, Any]:
     out = strip_volatile(results)
+    out.pop("sources", None)
     out["config"] = {k: v for k, v in out["config"].items() if k != "rescored_from"}
+    out["run_config"] = {
+        task: {k: v for k, v in config.items() if k != "rescored_from"} for task, config in out["run_config"].items()
+    }
     return out
 
 
@@ -51,13 +55,13 @@ def test_an_unchanged_run_scores_to_the_same_results_and_samples(
         original = json.loads((run_dir / "results.json").read_text())
         out = tmp_path / group
         proc = cli("score", str(run_dir), "--output-dir", str(out), "--data-dir", data)
-        assert f"wrote {out / 'results.json'}" in proc.stdout
+        assert f"every task's latest result: {out / 'results.json'})" in proc.stdout
         again = json.loads((out / "results.json").read_text())
         assert set(again["metrics"]) == set(tasks)
         assert _comparable(again) == _comparable(original)
-        assert again["config"]["rescored_from"] == str(run_dir / "results.json")
+        assert again["config"]["rescored_from"] == str(source_of(run_dir, tasks[0]))
         for task in tasks:
-            assert _lines(out / f"samples_{task}.jsonl") == _lines(run_dir / f"samples_{task}.jsonl")
+            assert _lines(samples_of(out, task)) == _lines(samples_of(run_dir, task))
     # The human-only run too, and by default next to the run, never over it.
     human, path = rescore(saved / "human", data_dir=data)
     assert path == saved / "human" / "rescored" / "results.json"
@@ -70,10 +74,10 @@ def test_scorers_removed_added_or_reconfigured_change_only_their_numbers(saved_m
     original = json.loads((cloze / "results.json").read_text())["metrics"]["provo"]
     # One samples file, ECE with one bin instead of 10: then ECE is |mean confidence - accuracy|.
     ece1, _ = rescore(
-        cloze / "samples_provo.jsonl", output_dir=tmp_path / "ece", scorer_args={"ece.n_bins": 1}, data_dir=data
+        samples_of(cloze, "provo"), output_dir=tmp_path / "ece", scorer_args={"ece.n_bins": 1}, data_dir=data
     )
     after = ece1["metrics"]["provo"]
-    rows = [json.loads(line)["metrics"] for line in _lines(cloze / "samples_provo.jsonl")]
+    rows = [json.loads(line)["metrics"] for line in _lines(samples_of(cloze, "provo"))]
     conf = sum(r["conf_model"] for r in rows) / len(rows)
     acc = sum(r["correct_model_corpus"] for r in rows) / len(rows)
     assert after["ece_model_corpus"]["value"] == pytest.approx(abs(conf - acc), abs=1e-12)
@@ -115,16 +119,18 @@ def test_what_cannot_be_rescored_is_refused_with_one_line(saved_mock_runs: Path,
     # Data that changed since the run: the stored outputs answer other inputs.
     copy = tmp_path / "copy"
     shutil.copytree(cloze, copy)
-    results = json.loads((copy / "results.json").read_text())
+    invocation = source_of(copy, "provo")
+    results = json.loads(invocation.read_text())
     results["task_hashes"]["provo"] = "sha256:" + "0" * 64
-    (copy / "results.json").write_text(json.dumps(results))
+    invocation.write_text(json.dumps(results))
     with pytest.raises(HarnessError, match="differs from the run's"):
         rescore(copy, data_dir=data)
     # A samples file that lost instances.
     copy = tmp_path / "copy-gen"
     shutil.copytree(saved_mock_runs / "gen" / SLUG, copy)
-    lines = _lines(copy / "samples_asset-test@ancestral.jsonl")
-    (copy / "samples_asset-test@ancestral.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    samples = samples_of(copy, "asset-test@ancestral")
+    lines = _lines(samples)
+    samples.write_text("\n".join(lines[:2]) + "\n")
     with pytest.raises(HarnessError, match="not the 3 the task's loader gives"):
         rescore(copy, data_dir=data)
     assert not (copy / "rescored").exists()
@@ -133,5 +139,5 @@ def test_what_cannot_be_rescored_is_refused_with_one_line(saved_mock_runs: Path,
     lone.write_text("{}\n")
     proc = cli("score", str(lone), check=False)
     assert proc.returncode == 2
-    expected = f"error: {lone.parent / 'results.json'}: not found; re-scoring needs the run's results.json beside"
-    assert proc.stderr.strip().splitlines() == [expected + " its samples"]
+    expected = f"error: {lone.parent}: no results.json or results_<date>.json here; is this a run folder?"
+    assert proc.stderr.strip().splitlines() == [expected]

@@ -42,5 +42,5 @@ def test_other_configuration_is_refused(tmp_path: Path) -> None:
 def test_corruption_in_the_middle_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "r.jsonl"
     path.write_text('{"fingerprint": "fp1"}\nnot json\n{"id": "a", "seed": 1, "response": {}}\n')
-    with pytest.raises(HarnessError, match=r"r.jsonl: line 2: corrupt record"):
+    with pytest.raises(HarnessError, match=r"r.jsonl: line 2: not JSON"):
         ResponseStore(path, "fp1", {})

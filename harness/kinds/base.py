@@ -105,6 +105,18 @@ class RequestKind:
         """The stored records of the responses to a block of requests (what the response store keeps)."""
         return [response.to_record() for response in self.ask(adapter, requests)]
 
+    def prompt_text(self, request: dict[str, Any]) -> str | None:
+        """The text a request puts before the model (a stored request record), hashed into the samples'
+        ``prompt_hash`` as lm-eval hashes its first argument; a request that bundles several gives its first."""
+        for key in ("prompt", "context"):
+            if isinstance(request.get(key), str):
+                return str(request[key])
+        bundled = request.get("requests")
+        if isinstance(bundled, dict) and bundled:
+            first = bundled[sorted(bundled)[0]]
+            return self.prompt_text(first) if isinstance(first, dict) else None
+        return None
+
     def check_response(self, adapter: ModelAdapter, request: Any, response: Any) -> None:  # noqa: B027 - optional
         """Raise HarnessError if ``response`` cannot be an answer to ``request`` (e.g. too few samples)."""
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from harness import __version__
 from harness.errors import HarnessError
+from harness.files import write_json
 from harness.leaderboard.collect import (
     TaskResult,
     build_systems,
@@ -16,7 +17,6 @@ from harness.leaderboard.collect import (
     read_results,
     split_metric,
 )
-from harness.results import write_json
 
 #: Layout version of leaderboard.json; bump when a reader would have to change.
 LEADERBOARD_FORMAT = 1

@@ -18,8 +18,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.plugins import get_registry
-from harness.results import read_results as read_results_file
-from harness.results import samples_path
+from harness.run_dir import samples_file, task_sources
 
 HUMAN = "human"
 #: Metric prefixes that are reference rows rather than scoring methods of the model.
@@ -56,7 +55,7 @@ class TaskResult:
 
     @property
     def samples_path(self) -> Path:
-        return samples_path(self.source.parent, self.key)
+        return samples_file(self.source, self.results, self.key)
 
     def decoding(self) -> str | None:
         """How the outputs were drawn, as a label shared across request kinds (``ancestral``, ``top_p=0.9``)."""
@@ -122,10 +121,7 @@ class System:
 def read_results(paths: list[Path]) -> list[TaskResult]:
     entries: list[TaskResult] = []
     for path in paths:
-        if path.is_dir():
-            path = path / "results.json"
-        results = read_results_file(path)
-        entries.extend(TaskResult(path, results, key) for key in results["metrics"])
+        entries.extend(TaskResult(s.results_path, s.results, s.task) for s in task_sources(path))
     if not entries:
         raise HarnessError("no task results in the given files")
     return entries

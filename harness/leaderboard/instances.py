@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from harness.files import read_jsonl
 from harness.leaderboard.collect import TaskResult, control_pairs, split_metric
 from harness.plugins import get_registry
-from harness.results import read_jsonl
 
 
 def _number(value: Any) -> float | None:

@@ -13,7 +13,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from harness.results import atomic_write_text
+from harness.files import atomic_write_text
 
 PAGE = "index.html"
 

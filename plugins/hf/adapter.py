@@ -3,11 +3,11 @@ with the batched generator (``plugins.hf.generator``) and the multiple-choice qu
 ``next_token``, ``similarity``) with the query scorer (``plugins.hf.query_scoring``). Sequence-to-sequence models
 answer everything but ``sample_words``.
 
-``--model hf:NAME`` takes a packaged alias (``smollm2-135m``), a local checkpoint directory or a hub id (see
-``plugins.hf.loading``). ``--model-args`` are declared in :attr:`HFAdapter.options` (``harness ls models --options``
-prints them): ``dtype``, ``revision``, ``trust_remote_code`` (default false: a checkpoint's own Python code is only
-run when the user says so), ``max_batch`` (cap on the rows of one forward pass, also under ``--batch-size auto``) and
-``contexts_per_pass``.
+``--model hf:NAME`` takes a packaged alias (``smollm2-135m``: SmolLM2-135M-Instruct, dequantised from a Q4_1 GGUF),
+a local checkpoint directory or a hub id (see ``plugins.hf.loading``). ``--model-args`` are declared in
+:attr:`HFAdapter.options` (``harness ls models --options`` prints them): ``dtype``, ``revision``,
+``trust_remote_code`` (default false: a checkpoint's own Python code is only run when the user says so),
+``max_batch`` (cap on the rows of one forward pass, also under ``--batch-size auto``) and ``contexts_per_pass``.
 """
 
 from __future__ import annotations

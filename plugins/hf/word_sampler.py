@@ -43,8 +43,8 @@ from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 
 #: Rows per forward pass. Every pass streams all weights once, so a wide trie level wants few, large passes: on 2 CPU
-#: cores one decoding step of SmolLM2-135M runs about 240 positions/s at 64 rows and 330-350 at 256 or more. The
-#: first level of a high-entropy context at n=1000 has about 300 nodes, which 512 covers in one pass.
+#: cores one decoding step of SmolLM2-135M-Instruct runs about 240 positions/s at 64 rows and 330-350 at 256 or more.
+#: The first level of a high-entropy context at n=1000 has about 300 nodes, which 512 covers in one pass.
 DEFAULT_BATCH_SIZE = 512
 
 #: Cap on the key/value bytes gathered for one forward pass: with long contexts fewer rows go into each pass, so
@@ -253,10 +253,10 @@ class TrieWordSampler:
     def sample_many(self, requests: Sequence[SampleWordsRequest]) -> list[SampleWordsResponse]:
         """Answer a group of requests in lockstep: the trie levels of all their contexts share forward passes.
 
-        A forward pass costs a fixed time to stream the weights (about 70 ms for SmolLM2-135M on 2 CPU cores) on top
-        of a per-row cost, and a single context's deeper trie levels have few rows; running the levels of several
-        contexts together divides the fixed cost by the group size. This needs shared-prefix attention (each row
-        attends to its own context's keys and values, kept once); without it, requests are answered one by one.
+        A forward pass costs a fixed time to stream the weights (about 70 ms for SmolLM2-135M-Instruct on 2 CPU cores)
+        on top of a per-row cost, and a single context's deeper trie levels have few rows; running the levels of
+        several contexts together divides the fixed cost by the group size. This needs shared-prefix attention (each
+        row attends to its own context's keys and values, kept once); without it, requests are answered one by one.
         Each request has its own random generator, consumed in the order it would be alone, so grouping never
         changes which tokens are drawn from given probabilities; it can change the last bits of the probabilities
         (the batch shape of each matrix product), so bit-identical reruns need the same groups, which the runner
