@@ -13,12 +13,21 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import time
 from typing import Any, ClassVar
 
 import numpy as np
 
 from harness.models import ModelAdapter, ModelSpec
-from harness.options import Option, Options, one_of, open_unit_float, positive_float, positive_int
+from harness.options import (
+    Option,
+    Options,
+    non_negative_float,
+    one_of,
+    open_unit_float,
+    positive_float,
+    positive_int,
+)
 from harness.requests import (
     DecodingConfig,
     GenerateRequest,
@@ -118,6 +127,7 @@ MOCK_OPTIONS = Options(
     Option("dim", positive_int, 16, "size of the hashed representation vectors (similarity)"),
     Option("max_words", positive_int, 12, "longest generated text, in words"),
     Option("label_tokens", one_of("words", "chars"), "words", "how next_token candidates count tokens"),
+    Option("latency", non_negative_float, 0.0, "seconds each block of requests takes (a slow model, for lock tests)"),
 )
 
 _WORD = re.compile(r"[a-z]+")
@@ -149,6 +159,10 @@ class MockAdapter(ModelAdapter):
         self.settings = MOCK_OPTIONS.parse(spec.args, f"--model-args for {spec.label}")
         self.group_size = int(self.settings["block_size"])
 
+    def _wait(self) -> None:
+        if self.settings["latency"]:
+            time.sleep(self.settings["latency"])
+
     # ------------------------------------------------------------------ words and texts
     def _vocabulary(self, text: str) -> list[str]:
         """The input's last distinct words (most recent first), then the common words not among them."""
@@ -173,6 +187,7 @@ class MockAdapter(ModelAdapter):
         return weights / weights.sum()
 
     def sample_words_many(self, requests: list[SampleWordsRequest]) -> list[SampleWordsResponse]:
+        self._wait()
         return [self._sample_words(r) for r in requests]
 
     def _sample_words(self, request: SampleWordsRequest) -> SampleWordsResponse:
@@ -192,6 +207,7 @@ class MockAdapter(ModelAdapter):
         )
 
     def generate_many(self, requests: list[GenerateRequest]) -> list[GenerateResponse]:
+        self._wait()
         return [self._generate(r) for r in requests]
 
     def _generate(self, request: GenerateRequest) -> GenerateResponse:
