@@ -32,6 +32,8 @@ class SavedResponses:
     """The responses of one task, read from its samples file; answers ``in`` and ``get`` like the response store."""
 
     records: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: The samples file they were read from (named in errors).
+    path: Path | None = None
 
     def __contains__(self, instance_id: str) -> bool:
         return instance_id in self.records
@@ -112,7 +114,7 @@ def _resolve(task: str, config: TaskConfig, registry: Registry) -> ResolvedTask:
 
 def _saved_responses(source: TaskSource, data: LoadedData, human_only: bool) -> SavedResponses:
     path = source.samples_path
-    saved = SavedResponses()
+    saved = SavedResponses(path=path)
     ids: list[str] = []
     for line_no, sample in enumerate(read_samples(source), start=1):
         if "id" not in sample:

@@ -202,7 +202,7 @@ def task_sources(target: Path) -> list[TaskSource]:
 
 def read_samples(source: TaskSource) -> list[dict[str, Any]]:
     path = source.samples_path
-    if not path.is_file():
+    if not path.exists():
         raise HarnessError(f"{path}: not found; {source.results_path} names it for task {source.task}")
     return read_jsonl(path)
 

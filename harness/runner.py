@@ -346,7 +346,11 @@ def _score_task(
     config = r.task.config
     kind = r.task.kind
     records = [r.store.get(inst.id) if r.store is not None else None for inst in r.data.instances]
-    responses = [kind.response_from_record(rec["response"]) if rec else None for rec in records]
+    where = str(getattr(r.store, "path", "the saved responses"))
+    responses = [
+        kind.read_response(rec["response"], f"{where}: instance {inst.id}") if rec else None
+        for inst, rec in zip(r.data.instances, records, strict=True)
+    ]
     scorers, unavailable = _prepare_scorers(r, records, responses)
     per_scorer: dict[str, list[dict[str, Any]]] = {s.name: [] for s in scorers}
     samples: list[dict[str, Any]] = []

@@ -76,7 +76,7 @@ def scan(path: Path) -> Scan:
             result.fail(line_no, f"expected a JSON object, got {type(record).__name__}", None)
             continue
         if "fingerprint" in record:
-            if result.header is not None or result.records:
+            if result.header is not None:
                 result.fail(line_no, "a second header line", "dropped (the first header is kept)")
             else:
                 if line_no != 1:
@@ -110,6 +110,7 @@ def scan(path: Path) -> Scan:
         fingerprint = _fingerprint_from_name(path)
         fix = f"header restored from the file name (fingerprint {fingerprint})" if fingerprint else None
         result.fail(1, "no header line (the run fingerprint that ties the records to a configuration)", fix)
+    result.problems.sort(key=lambda problem: problem.line)
     return result
 
 

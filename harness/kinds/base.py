@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, shorten
 from harness.instances import Instance
 from harness.options import Options
 from harness.usage import add_usage
@@ -122,6 +122,18 @@ class RequestKind:
 
     def response_from_record(self, record: dict[str, Any]) -> Any:
         return self.response_type.from_record(record)
+
+    def read_response(self, record: Any, where: str) -> Any:
+        """``response_from_record`` of a record read from a file: a record of the wrong shape is a one-line error
+        naming ``where`` (file and instance), not a traceback from deep inside scoring."""
+        if not isinstance(record, dict):
+            raise HarnessError(f"{where}: 'response' is not an object but {type(record).__name__}")
+        try:
+            return self.response_from_record(record)
+        except HarnessError:
+            raise
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise HarnessError(f"{where}: 'response' is not a {self.name} response ({shorten(repr(exc))})") from exc
 
     def for_scorer(self, response: Any, scorer: str) -> Any:
         """The part of a response that scorer ``scorer`` scores: all of it, unless the kind bundles requests of
