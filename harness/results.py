@@ -24,6 +24,9 @@ from harness.scoring import Metric
 
 #: Keys that legitimately differ between two runs of the same command.
 VOLATILE_KEYS = ("date", "timing", "total_evaluation_time_seconds", "api_calls", "git_hash")
+#: Keys that name files by the time they were written (``results_<date>.json``), also dropped when two runs are
+#: compared.
+FILE_NAME_KEYS = ("sources", "samples_files")
 
 _LIBRARIES = ("torch", "transformers", "numpy", "scipy", "pluggy", "pyyaml", "accelerate", "gguf", "openai", "httpx")
 
@@ -166,7 +169,7 @@ def read_results(path: Path) -> dict[str, Any]:
 
 def strip_volatile(results: dict[str, Any]) -> dict[str, Any]:
     """``results`` without the keys that change from run to run (for comparing two runs)."""
-    return {k: v for k, v in results.items() if k not in VOLATILE_KEYS}
+    return {k: v for k, v in results.items() if k not in VOLATILE_KEYS + FILE_NAME_KEYS}
 
 
 def _ci_text(m: dict[str, Any]) -> str:

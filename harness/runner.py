@@ -71,6 +71,8 @@ class TaskRun:
     data: LoadedData
     store: ResponseSource | None = None
     timing: dict[str, float] = field(default_factory=dict)
+    #: Which metrics each scorer reported (set when the task is scored), for the headline table.
+    metrics_by_scorer: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -251,7 +253,7 @@ def _answer_missing(r: TaskRun, adapter: ModelAdapter | None, seed: int) -> None
         records = kind.answer(adapter, requests)
         for inst, inst_seed, request, record in zip(block, seeds, requests, records, strict=True):
             if inst.id not in store:
-                store.append(inst.id, inst_seed, record, request.to_record())
+                store.append(inst.id, inst_seed, record, kind.request_record(request))
     r.timing["requests_seconds"] = round(time.perf_counter() - start, 3)
 
 
@@ -381,17 +383,21 @@ def _score_task(
         if record is not None:
             sample["seed"] = record["seed"]
             sample["response"] = record["response"]
-            arguments = record.get("request") or kind.build(config, inst, record["seed"], r.task.scorers).to_record()
-            sample["arguments"] = arguments
-            prompt = kind.prompt_text(arguments)
-            if prompt is not None:
-                sample["prompt_hash"] = lm_eval_hash(prompt)
+            arguments = record.get("request") or kind.request_record(
+                kind.build(config, inst, record["seed"], r.task.scorers)
+            )
+            if arguments is not None:
+                sample["arguments"] = arguments
+                prompt = kind.prompt_text(arguments)
+                if prompt is not None:
+                    sample["prompt_hash"] = lm_eval_hash(prompt)
             kind.summarize(summary, record["response"])
         samples.append(sample)
 
     metrics: dict[str, Metric] = {}
     for scorer in scorers:
         agg = scorer.aggregate(per_scorer[scorer.name], derive_rng(seed, config.task, scorer.name, "aggregate"))
+        r.metrics_by_scorer[scorer.name] = list(agg)
         clash = set(agg) & set(metrics)
         if clash:
             raise HarnessError(f"task {config.task}: scorers report the same metric {sorted(clash)[0]!r}")
@@ -416,7 +422,8 @@ def _headline(r: TaskRun, metrics: dict[str, Metric], unavailable: dict[str, str
     names: list[str] = []
     for scorer in r.task.scorers:
         if scorer.name not in unavailable:
-            names += [m for m in scorer.headline_metrics(list(metrics)) if m not in names]
+            own = r.metrics_by_scorer.get(scorer.name, [])
+            names += [m for m in scorer.headline_metrics(own, list(metrics)) if m not in names]
     return names
 
 

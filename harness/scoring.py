@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 from abc import ABC, abstractmethod
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -58,8 +58,9 @@ class Scorer(ABC):
     #: ``next_token``, ``similarity``, ``generate``). The runner checks them against the model before it loads.
     requested_kinds: ClassVar[frozenset[str]] = frozenset()
     #: The few metrics (shell-style patterns) that ``harness run`` prints in its short table, with their human
-    #: control beside them; every metric stays in ``results.json`` and in ``--full-table``.
-    headline: ClassVar[tuple[str, ...]] = ()
+    #: control beside them; every metric stays in ``results.json`` and in ``--full-table``. None (the default):
+    #: the scorer's first metric; ``()``: none.
+    headline: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, **args: Any) -> None:
         self.args = args
@@ -92,9 +93,13 @@ class Scorer(ABC):
         """
         return {}
 
-    def headline_metrics(self, metrics: Collection[str]) -> list[str]:
-        """Which of the task's ``metrics`` are this scorer's headline (:attr:`headline`), in report order."""
-        return [m for m in metrics if any(fnmatch.fnmatchcase(m, pattern) for pattern in self.headline)]
+    def headline_metrics(self, own: Sequence[str], metrics: Collection[str]) -> list[str]:
+        """Which of the task's ``metrics`` are this scorer's headline (:attr:`headline`), in report order; ``own``
+        are the metrics this scorer reported."""
+        if self.headline is None:
+            return list(own[:1])
+        patterns = self.headline
+        return [m for m in metrics if any(fnmatch.fnmatchcase(m, pattern) for pattern in patterns)]
 
     def describe(self) -> dict[str, Any]:
         """Provenance of the scorer's own models (tagger, embedding model), for ``results.json``."""

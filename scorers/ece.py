@@ -59,7 +59,7 @@ class EceScorer(ClozeScorer):
     """
 
     name: ClassVar[str] = "ece"
-    headline: ClassVar[tuple[str, ...]] = ("ece_model_corpus", "ece_human_corpus", "ece_oracle_corpus")
+    headline: ClassVar[tuple[str, ...] | None] = ("ece_model_corpus", "ece_human_corpus", "ece_oracle_corpus")
     options: ClassVar[Options] = Options(
         Option("n_bins", positive_int, 10, "equal-width confidence bins on [0, 1]"),
         Option("n_splits", positive_int, 10, "random human half-splits for the oracle and heldout metrics"),

@@ -30,7 +30,7 @@ class EntropyScorer(ClozeScorer):
     """
 
     name: ClassVar[str] = "entropy"
-    headline: ClassVar[tuple[str, ...]] = ("entropy_model", "entropy_human")
+    headline: ClassVar[tuple[str, ...] | None] = ("entropy_model", "entropy_human")
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)

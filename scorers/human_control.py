@@ -52,6 +52,7 @@ class HumanControlScorer(ClozeScorer):
     """
 
     name: ClassVar[str] = "human_control"
+    headline: ClassVar[tuple[str, ...] | None] = ()
     options: ClassVar[Options] = Options(
         Option("n_splits", positive_int, 10, "random human half-splits per instance"),
     )

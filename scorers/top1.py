@@ -35,7 +35,7 @@ class Top1Scorer(ClozeScorer):
     """
 
     name: ClassVar[str] = "top1"
-    headline: ClassVar[tuple[str, ...]] = ("top1_model", "top1_human_majority")
+    headline: ClassVar[tuple[str, ...] | None] = ("top1_model", "top1_human_majority")
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)

@@ -36,7 +36,7 @@ class TvdScorer(ClozeScorer):
     """
 
     name: ClassVar[str] = "tvd"
-    headline: ClassVar[tuple[str, ...]] = ("tvd", "tvd_human_halves")
+    headline: ClassVar[tuple[str, ...] | None] = ("tvd", "tvd_human_halves")
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)

@@ -344,7 +344,7 @@ class LexicalScorer(VariabilityScorer):
     """``lexical``: word n-gram distances (``n``, default 1, 2, 3); see ``scorers.probes.lexical``."""
 
     name: ClassVar[str] = "lexical"
-    headline: ClassVar[tuple[str, ...]] = ("unigram_w1_mh", "unigram_control_w1")
+    headline: ClassVar[tuple[str, ...] | None] = ("unigram_w1_mh", "unigram_control_w1")
     options: ClassVar[Options] = NgramProbe.options
 
     @classmethod
@@ -356,7 +356,7 @@ class SyntacticScorer(VariabilityScorer):
     """``syntactic``: Universal POS n-gram distances from spaCy, per language; see ``scorers.probes.syntactic``."""
 
     name: ClassVar[str] = "syntactic"
-    headline: ClassVar[tuple[str, ...]] = ("pos_unigram_w1_mh", "pos_unigram_control_w1")
+    headline: ClassVar[tuple[str, ...] | None] = ("pos_unigram_w1_mh", "pos_unigram_control_w1")
     metric_prefix: ClassVar[str] = "pos_"
     options: ClassVar[Options] = PosNgramProbe.options
 
@@ -369,7 +369,7 @@ class SemanticScorer(VariabilityScorer):
     """``semantic``: cosine distance between sentence embeddings; see ``scorers.probes.semantic``."""
 
     name: ClassVar[str] = "semantic"
-    headline: ClassVar[tuple[str, ...]] = ("cosine_w1_mh", "cosine_control_w1")
+    headline: ClassVar[tuple[str, ...] | None] = ("cosine_w1_mh", "cosine_control_w1")
     options: ClassVar[Options] = EmbeddingProbe.options
 
     @classmethod

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import REPO, require_provo, run_cli
+from tests.helpers import REPO, require_provo, run_cli, samples_of
 
 pytestmark = pytest.mark.slow
 
@@ -67,7 +67,7 @@ def test_plugin_task_scorer_and_adapter_used_by_run(plugin_site: Path, tmp_path:
     assert 0.0 < metrics["support_coverage"]["value"] < 0.5
     assert 0.5 < metrics["tvd"]["value"] <= 1.0
     samples = [
-        json.loads(line) for line in (tmp_path / "context-unigram__baseline" / "samples_provo-openers.jsonl").open()
+        json.loads(line) for line in samples_of(tmp_path / "context-unigram__baseline", "provo-openers").open()
     ]
     first = samples[0]
     assert first["id"] == "1-2" and first["doc"] == {"context": "There"}
@@ -85,7 +85,7 @@ def test_plugin_request_kind_is_used_by_run(plugin_site: Path, tmp_path: Path) -
     results = json.loads((run_dir / "results.json").read_text())
     assert results["configs"]["provo-guess"]["params"] == {"normalise": True}
     assert results["responses"]["provo-guess"] == {"guesses": 20}
-    samples = [json.loads(line) for line in (run_dir / "samples_provo-guess.jsonl").open()]
+    samples = [json.loads(line) for line in samples_of(run_dir, "provo-guess").open()]
     # "There" -> the only context word; "There are" -> both once, the latest wins.
     assert samples[0]["response"] == {"word": "there"}
     assert samples[1]["doc"] == {"context": "There are"} and samples[1]["response"] == {"word": "are"}

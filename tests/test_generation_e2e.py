@@ -13,7 +13,7 @@ import pytest
 from harness.models import ModelSpec
 from harness.results import strip_volatile
 from harness.runner import RunOptions, run
-from tests.helpers import REPO, shared_data_dir
+from tests.helpers import REPO, samples_of, shared_data_dir
 
 #: The model runs: the mock (fast) and the real SmolLM2 (slow).
 MODELS = [
@@ -35,7 +35,7 @@ def human_only(task: str, data: Path, out: Path, limit: int | None = 8) -> dict[
 
 
 def samples(out: Path, slug: str, task: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / slug / f"samples_{task}.jsonl").open()]
+    return [json.loads(line) for line in samples_of(out / slug, task).open()]
 
 
 def test_asset_human_only_has_every_probe_and_both_controls(tmp_path: Path) -> None:

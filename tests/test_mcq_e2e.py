@@ -22,7 +22,7 @@ from harness.models import ModelAdapter, ModelSpec
 from harness.plugins import Registered, get_registry
 from harness.results import format_table, strip_volatile
 from harness.runner import RunOptions, run
-from tests.helpers import REPO
+from tests.helpers import REPO, samples_of
 
 FIXTURES = REPO / "tests" / "fixtures"
 KINDS = {"generate", "loglikelihood", "next_token", "similarity"}
@@ -64,7 +64,7 @@ def _options(task: Path, out: Path, model: ModelSpec = MOCK, limit: int | None =
 
 def _samples(out: Path, model: ModelSpec = MOCK) -> list[dict[str, Any]]:
     slug = f"{model.kind}__{model.name}"
-    return [json.loads(line) for line in (out / slug / "samples_mcq-fixture.jsonl").open()]
+    return [json.loads(line) for line in samples_of(out / slug, "mcq-fixture").open()]
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ import pytest
 from harness.models import ModelSpec
 from harness.runner import RunOptions, run
 from tests.fault_proxy import Fault, FaultProxy
-from tests.helpers import REPO, require_provo
+from tests.helpers import REPO, require_provo, samples_of
 
 #: Every test here runs the real llama.cpp server (a subprocess), and one also runs the harness CLI in another.
 pytestmark = pytest.mark.slow
@@ -63,7 +63,7 @@ def _run(out: Path, base_url: str, data: Path, **extra: str) -> dict[str, Any]:
 
 
 def _samples(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / SLUG / "samples_provo.jsonl").open()]
+    return [json.loads(line) for line in samples_of(out / SLUG, "provo").open()]
 
 
 def _api_records(out: Path) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from harness.results import strip_volatile
-from tests.helpers import REPO, require_provo, run_cli
+from tests.helpers import REPO, require_provo, run_cli, samples_of
 
 MODEL = "hf:smollm2-135m"
 SLUG = "hf__smollm2-135m"
@@ -27,7 +27,7 @@ def read_results(out: Path, slug: str = SLUG) -> dict:
 
 
 def read_samples(out: Path, task: str = "provo", slug: str = SLUG) -> list[dict]:
-    return [json.loads(line) for line in (out / slug / f"samples_{task}.jsonl").open()]
+    return [json.loads(line) for line in samples_of(out / slug, task).open()]
 
 
 def stored_ids(store: Path) -> list[str]:
@@ -67,7 +67,7 @@ def test_mock_run_is_complete_and_deterministic(cli: Any, tmp_path: Path) -> Non
     args = ["run", "--tasks", "provo", "--model", "mock:test", "--limit", "4", "--task-args", "n_samples=60"]
     args += ["--data-dir", str(data), "--seed", "3"]
     first = cli(*args, "--output-dir", str(tmp_path / "a"))
-    assert f"wrote {tmp_path / 'a' / 'mock__test'}/results.json" in first.stdout
+    assert f"every task's latest result: {tmp_path / 'a' / 'mock__test'}/results.json)" in first.stdout
     cli(*args, "--output-dir", str(tmp_path / "b"))
     a, b = read_results(tmp_path / "a", "mock__test"), read_results(tmp_path / "b", "mock__test")
     assert strip_volatile(a) == strip_volatile(b)
@@ -113,7 +113,7 @@ def test_the_console_script_runs_in_a_subprocess(tmp_path: Path) -> None:
         [str(script), *args, "--output-dir", str(tmp_path)], capture_output=True, text=True, env=env, cwd=REPO
     )
     assert proc.returncode == 0, proc.stderr
-    assert f"wrote {tmp_path / 'mock__test'}/results.json" in proc.stdout
+    assert f"every task's latest result: {tmp_path / 'mock__test'}/results.json)" in proc.stdout
     assert read_results(tmp_path, "mock__test")["n-samples"]["provo"]["effective"] == 2
     bad = run_cli("run", "--tasks", "provo", "--model", "mock", "--limit", "1", check=False)
     assert bad.returncode == 2

@@ -13,6 +13,7 @@ without an instance type is only asked inside another kind: ``multiple_choice`` 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -104,6 +105,16 @@ class RequestKind:
     def answer(self, adapter: ModelAdapter, requests: list[Any]) -> list[dict[str, Any]]:
         """The stored records of the responses to a block of requests (what the response store keeps)."""
         return [response.to_record() for response in self.ask(adapter, requests)]
+
+    def request_record(self, request: Any) -> dict[str, Any] | None:
+        """A request as JSON (the store's ``request``, the samples' ``arguments``): its ``to_record()``, or its
+        fields if it is a dataclass; None if it is neither (a third-party kind may not say)."""
+        to_record = getattr(request, "to_record", None)
+        if callable(to_record):
+            return dict(to_record())
+        if dataclasses.is_dataclass(request) and not isinstance(request, type):
+            return dataclasses.asdict(request)
+        return None
 
     def prompt_text(self, request: dict[str, Any]) -> str | None:
         """The text a request puts before the model (a stored request record), hashed into the samples'

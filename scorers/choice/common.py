@@ -224,7 +224,7 @@ class ChoiceScorer(ArgsScorer):
     method: ClassVar[str] = ""
     systems: dict[str, str] = {}
     #: Each system's accuracy (``string.prob/acc``); per-group breakdowns stay in ``--full-table``.
-    headline: ClassVar[tuple[str, ...]] = ("*/acc",)
+    headline: ClassVar[tuple[str, ...] | None] = ("*/acc",)
     options: ClassVar[Options] = Options(
         Option("choice_rule", one_of(*CHOICE_RULES), "auto", "how scores become choices", " | ".join(CHOICE_RULES)),
         Option("choice_temperature", positive_float, 1.0, "temperature of the softmax choice rule", "float > 0"),

@@ -55,6 +55,7 @@ def _best(systems: list[str], scores: list[float], higher: bool) -> list[str]:
 
 class RobustnessScorer(Scorer):
     name: ClassVar[str] = "mcq_robustness"
+    headline: ClassVar[tuple[str, ...] | None] = ()
     request_kinds: ClassVar[frozenset[str]] = frozenset({"multiple_choice"})
     #: No arguments: it reads the other scorers' values and metrics (an argument given to it is a typo).
     options: ClassVar[Options] = Options()
