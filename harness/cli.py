@@ -11,9 +11,10 @@ import json
 import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import NoReturn
 
 from harness import __version__
-from harness.errors import HarnessError, TaskConfigError
+from harness.errors import HarnessError, TaskConfigError, one_line
 from harness.files import WriteError, ensure_output_dir
 from harness.locking import OutputLock
 from harness.models import ModelSpec
@@ -42,8 +43,16 @@ def _batch_size(text: str) -> str:
     return text
 
 
+class OneLineArgumentParser(argparse.ArgumentParser):
+    """argparse, with a usage error reported as the one line every other input error is (exit status 2):
+    ``error: argument --limit: invalid int value: 'abc' (see harness run --help)``. Subcommands inherit it."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {one_line(message, 400)} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = OneLineArgumentParser(
         prog="harness", description="Compare the variability of model outputs with human production variability."
     )
     parser.add_argument("--version", action="version", version=f"harness {__version__}")
@@ -222,6 +231,7 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     from harness.leaderboard import build
 
     output = Path(args.output)
+    ensure_output_dir(output, "-o")
     board = build([Path(p) for p in args.results], output, allow_mixed=args.allow_mixed, plots=not args.no_plots)
     rows = sum(1 for s in board["systems"] if s["kind"] == "model")
     print(f"{rows} systems, {len(board['tasks'])} tasks ({', '.join(board['tasks'])})")

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import platformdirs
 
+from harness.errors import HarnessError, shorten
 from harness.instances import Instance
 from harness.options import Options
 
@@ -60,8 +61,13 @@ def takes_options(
         where = f"data options of loader '{name or loader.__name__.removeprefix('load_')}'"
 
         def checked(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+            if not isinstance(options, Mapping):
+                raise HarnessError(f"{where}: expected a mapping of options, got {shorten(options)}")
             declared.parse(options, where)
-            return loader(options, data_dir)
+            loaded = loader(options, data_dir)
+            if not loaded.instances:
+                raise HarnessError(f"{where}: found no instances in {_read_from(loaded, data_dir)}")
+            return loaded
 
         functools.update_wrapper(checked, loader)
         checked.options = declared  # type: ignore[attr-defined]
@@ -70,18 +76,36 @@ def takes_options(
     return decorate
 
 
+def _read_from(loaded: LoadedData, data_dir: Path) -> str:
+    """What a loader read, for the message when it found nothing: its files (the first three), else its folder."""
+    files = [str(f) for f in loaded.source.get("files") or []]
+    if files:
+        return ", ".join(files[:3]) + (f" and {len(files) - 3} more files" if len(files) > 3 else "")
+    return str(loaded.source.get("path") or data_dir)
+
+
 def default_cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("harness"))
 
 
 def resolve_data_dir(cli_value: str | None) -> tuple[Path, str]:
     """The data root and how it was chosen (``--data-dir``, the environment, or the cache default)."""
-    if cli_value:
-        return Path(cli_value).expanduser(), "--data-dir"
+    if cli_value is not None:
+        return _data_root(cli_value, "--data-dir"), "--data-dir"
     env = os.environ.get(DATA_DIR_ENV)
     if env:
-        return Path(env).expanduser(), DATA_DIR_ENV
+        return _data_root(env, DATA_DIR_ENV), DATA_DIR_ENV
     return default_cache_dir() / "data", "default cache directory"
+
+
+def _data_root(value: str, where: str) -> Path:
+    """A data root given by the user: a path that is not empty and, if it exists, a folder."""
+    if not value.strip():
+        raise HarnessError(f"{where}: expected a folder, got an empty path")
+    path = Path(value).expanduser()
+    if path.exists() and not path.is_dir():
+        raise HarnessError(f"{where}: {path} is a file, expected the folder that holds the data sets")
+    return path
 
 
 def downloads_allowed() -> bool:

@@ -6,11 +6,60 @@ greedy decoding is ``top_k=1`` (a ``generate`` decoding setting), which says wha
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from harness.errors import shorten, shorten_repr
+from harness.options import number
+
 #: Decoding parameters in the order their labels are written (``temperature=0.7+top_p=0.9``).
 DECODING_KEYS: tuple[str, ...] = ("temperature", "top_k", "top_p", "typical_p")
+#: Temperatures below this only overflow the scaled logits (a logit of 20 at temperature 1e-300 is infinite), and
+#: sampling at 0.01 is already all but greedy; greedy decoding itself is ``top_k=1``.
+MIN_TEMPERATURE = 0.01
+#: Above this every token is all but equally likely: the setting is a typo, not an experiment.
+MAX_TEMPERATURE = 100.0
+#: More than any vocabulary; a larger ``top_k`` is a typo.
+MAX_TOP_K = 1_000_000
+#: Decoding settings one task may sweep (each is its own run).
+MAX_DECODING_SETTINGS = 64
+#: How greedy decoding is spelled, for the messages that refuse a temperature.
+GREEDY_HINT = "greedy decoding is the generate setting top_k=1 (decoding: top_k=1)"
+
+
+def temperature_problem(value: float) -> str | None:
+    """Why ``value`` cannot be a sampling temperature, or None if it can."""
+    if not value > 0:
+        return f"temperature must be > 0 ({GREEDY_HINT})"
+    if not math.isfinite(value) or not MIN_TEMPERATURE <= value <= MAX_TEMPERATURE:
+        return (
+            f"temperature must be from {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g} (lower ones only overflow the "
+            f"logits; {GREEDY_HINT})"
+        )
+    return None
+
+
+def sampling_temperature(value: Any) -> int | float:
+    """A temperature option (``harness.options`` style): a number from ``MIN_TEMPERATURE`` to ``MAX_TEMPERATURE``;
+    an integer stays an integer.
+
+    >>> sampling_temperature(0.7), sampling_temperature("1")
+    (0.7, 1)
+    """
+    try:
+        got = number(value)
+    except ValueError:
+        got = None
+    if got is None or temperature_problem(float(got)):
+        raise ValueError(
+            f"expected a positive number from {MIN_TEMPERATURE:g} to {MAX_TEMPERATURE:g}, got {shorten_repr(value)} "
+            f"(lower ones only overflow the logits; {GREEDY_HINT})"
+        )
+    return got
+
+
+sampling_temperature.type_name = f"{MIN_TEMPERATURE:g} <= number <= {MAX_TEMPERATURE:g}"  # type: ignore[attr-defined]
 
 
 @dataclass(frozen=True)
@@ -28,14 +77,15 @@ class DecodingConfig:
     typical_p: float = 1.0
 
     def __post_init__(self) -> None:
-        if not self.temperature > 0:
-            raise ValueError(f"temperature must be > 0 (greedy decoding is top_k=1), got {self.temperature}")
-        if self.top_k < 0:
-            raise ValueError(f"top_k must be >= 0, got {self.top_k}")
+        problem = temperature_problem(self.temperature)
+        if problem:
+            raise ValueError(f"{problem}, got {shorten_repr(self.temperature)}")
+        if not 0 <= self.top_k <= MAX_TOP_K:
+            raise ValueError(f"top_k must be from 0 to {MAX_TOP_K}, got {shorten_repr(self.top_k)}")
         for key in ("top_p", "typical_p"):
             value = getattr(self, key)
             if not 0 < value <= 1:
-                raise ValueError(f"{key} must be in (0, 1], got {value}")
+                raise ValueError(f"{key} must be in (0, 1], got {shorten_repr(value)}")
 
     @property
     def is_ancestral(self) -> bool:
@@ -60,14 +110,16 @@ class DecodingConfig:
         for part in text.split("+"):
             key, sep, value = part.strip().partition("=")
             key = key.strip()
+            shown = shorten_repr(part, 60)
             if not sep or key not in DECODING_KEYS:
-                raise ValueError(f"{part!r}: expected one of {', '.join(DECODING_KEYS)} as key=value, or 'ancestral'")
+                raise ValueError(f"{shown}: expected one of {', '.join(DECODING_KEYS)} as key=value, or 'ancestral'")
             if key in values:
-                raise ValueError(f"{part!r}: {key} given twice")
+                raise ValueError(f"{shown}: {key} given twice")
             try:
                 values[key] = int(value) if key == "top_k" else float(value)
             except ValueError:
-                raise ValueError(f"{part!r}: {value!r} is not a number") from None
+                wanted = "a number (an integer)" if key == "top_k" else "a number"
+                raise ValueError(f"{shown}: {shorten_repr(value.strip(), 40)} is not {wanted}") from None
         return cls(**values)
 
     def to_record(self) -> dict[str, Any]:
@@ -90,8 +142,12 @@ def decoding_labels(value: Any) -> list[str]:
     items = value.split(";") if isinstance(value, str) else value
     if not isinstance(items, list) or not items:
         raise ValueError("a decoding setting or a list of them")
+    if len(items) > MAX_DECODING_SETTINGS:
+        raise ValueError(f"at most {MAX_DECODING_SETTINGS} decoding settings, got {len(items)}")
     labels: list[str] = []
     for item in items:
+        if not isinstance(item, (str, int, float)) or isinstance(item, bool):
+            raise ValueError(f"{shorten(item, 40)}: expected a setting such as top_p=0.9")
         label = DecodingConfig.parse(str(item)).label
         if label in labels:
             raise ValueError(f"each decoding setting once, {label!r} is given twice")

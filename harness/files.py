@@ -26,28 +26,53 @@ class WriteError(HarnessError):
         super().__init__(f"{path}: cannot write ({exc.strerror or exc})")
 
 
-def read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path, what: str = "file", max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path``. A folder, a missing or unreadable file, or one larger than ``max_bytes`` is a one-line
+    ``HarnessError`` naming the path; ``what`` says what it should have been ("task file", "data file")."""
+    path = Path(path)
     try:
+        if path.is_dir():
+            raise HarnessError(f"{path}: is a folder, expected a {what}")
+        if max_bytes is not None and path.stat().st_size > max_bytes:
+            raise HarnessError(
+                f"{path}: {path.stat().st_size} bytes, more than a {what} may hold ({max_bytes}); is it the right file?"
+            )
         return path.read_bytes()
-    except FileNotFoundError as exc:
-        raise HarnessError(f"{path}: not found") from exc
-    except IsADirectoryError as exc:
-        raise HarnessError(f"{path}: is a folder, expected a file") from exc
     except OSError as exc:
-        raise HarnessError(f"{path}: cannot read ({exc.strerror or exc})") from exc
+        raise HarnessError(f"{path}: cannot read the {what} ({exc.strerror or type(exc).__name__})") from None
 
 
-def decode_utf8(data: bytes, path: Path) -> str:
-    """``data`` as text; bytes that are not UTF-8 are an error naming the file, line and byte offset."""
+def decode_utf8(data: bytes, source: object, *, strip_bom: bool = True) -> str:
+    """``data`` as UTF-8 text, a leading byte-order mark dropped unless ``strip_bom`` is false.
+
+    A byte that is not UTF-8, or a NUL byte (no text format read here has one: it means a binary or damaged file),
+    is a ``HarnessError`` naming ``source``, the line and the byte offset::
+
+        data/asset/asset.valid.orig: line 3: not valid UTF-8 (invalid continuation byte at byte offset 212)
+    """
     try:
-        return data.decode("utf-8")
+        text = data.decode("utf-8-sig" if strip_bom else "utf-8")
     except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise HarnessError(f"{path}: not valid UTF-8 (line {line}, byte offset {exc.start})") from exc
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise HarnessError(
+            f"{source}: line {line}: not valid UTF-8 ({exc.reason} at byte offset {exc.start})"
+        ) from None
+    check_no_nul(data, source)
+    return text
 
 
-def read_text(path: Path) -> str:
-    return decode_utf8(read_bytes(path), path)
+def check_no_nul(data: bytes, source: object, first_line: int = 1, offset: int = 0) -> None:
+    """Raise a ``HarnessError`` naming the line and byte offset of the first NUL byte of ``data``, if any
+    (``first_line`` and ``offset`` place ``data`` inside a larger file)."""
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line = first_line + data.count(b"\n", 0, nul)
+        raise HarnessError(f"{source}: line {line}: NUL byte at byte offset {offset + nul} (a binary or damaged file?)")
+
+
+def read_utf8(path: Path, what: str = "file", max_bytes: int | None = None, *, strip_bom: bool = True) -> str:
+    """``read_bytes`` then ``decode_utf8``: the text of a UTF-8 file, every failure one line naming it."""
+    return decode_utf8(read_bytes(path, what, max_bytes), path, strip_bom=strip_bom)
 
 
 def parse_json_line(line: str, path: Path, line_no: int) -> Any:
@@ -59,7 +84,7 @@ def parse_json_line(line: str, path: Path, line_no: int) -> Any:
 
 
 def read_json(path: Path) -> Any:
-    text = read_text(path)
+    text = read_utf8(path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
@@ -78,7 +103,7 @@ def read_json_object(path: Path, what: str) -> dict[str, Any]:
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Every record of a JSON-lines file; each line must be a JSON object. Errors name the file and line."""
     records: list[dict[str, Any]] = []
-    for line_no, line in enumerate(read_text(path).splitlines(), start=1):
+    for line_no, line in enumerate(read_utf8(path).splitlines(), start=1):
         if not line.strip():
             continue
         record = parse_json_line(line, path, line_no)

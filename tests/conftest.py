@@ -83,7 +83,10 @@ def run_main(*args: str, check: bool = True) -> CliResult:
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
+        try:
+            code = main(list(args))
+        except SystemExit as exc:  # argparse: a usage error (status 2, one line on stderr), --help, --version
+            code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
     if check and code != 0:
         raise AssertionError(f"harness {' '.join(args)} failed ({code}):\n{out.getvalue()}\n{err.getvalue()}")
     return CliResult(code, out.getvalue(), err.getvalue())

@@ -278,8 +278,8 @@ def test_wmt14_malformed_jsonl_names_line_and_field(tmp_path: Path) -> None:
 
 def test_wmt14_not_found_names_the_files_and_the_official_repository(tmp_path: Path) -> None:
     message = _one_line_error(lambda: load_wmt14_multiref({"pair": "en-fr"}, tmp_path), DataNotFoundError)
-    assert str(tmp_path / "wmt14-multiref" / "original" / "wmt14-en-fr.extra_refs.gz") in message
-    assert str(tmp_path / "wmt14-multiref" / "wmt14_en-fr_multiref.jsonl") in message
+    assert f"not found in {tmp_path / 'wmt14-multiref'}/: looked for original/wmt14-en-fr.extra_refs.gz" in message
+    assert "and wmt14_en-fr_multiref.jsonl" in message
     assert "--data-dir DIR" in message and "HARNESS_DATA_DIR=DIR" in message
     assert "https://github.com/facebookresearch/analyzing-uncertainty-nmt" in message
     # a named format looks only for its own file
@@ -460,7 +460,8 @@ def test_asset_not_found_names_the_missing_file(tmp_path: Path) -> None:
     # with the official set incomplete, auto reads the derived file
     assert load_asset({"split": "valid"}, data).source["format"] == "jsonl"
     message = _one_line_error(lambda: load_asset({"split": "test"}, data), DataNotFoundError)
-    assert str(data / "asset" / "asset_test.jsonl") in message and "asset.test.orig" in message
+    assert f"not found in {data / 'asset'}/" in message and "asset_test.jsonl" in message
+    assert "asset.test.orig" in message
 
 
 @pytest.mark.parametrize(
@@ -702,7 +703,8 @@ def test_writingprompts_fixture_applies_the_recipe() -> None:
 def test_writingprompts_min_and_max_stories() -> None:
     assert _gen(load_writingprompts({"min_stories": 3}, WP_FIX)) == [WP_ROBOT, WP_DRAGON]
     assert _gen(load_writingprompts({"min_stories": 1}, WP_FIX)) == [WP_ROBOT, WP_DRAGON, WP_UNTAGGED]
-    assert _gen(load_writingprompts({"min_stories": 7}, WP_FIX)) == []
+    with pytest.raises(HarnessError, match=r"no prompt has 7 or more distinct stories in .*test\.wp_source"):
+        load_writingprompts({"min_stories": 7}, WP_FIX)
     (capped,) = _gen(load_writingprompts({"max_stories": 2}, WP_FIX))
     assert capped.references == WP_DRAGON.references[:2]
     assert capped.meta == {"prompt_index": 1, "n_stories": 6}  # the filter saw all 6
@@ -713,7 +715,8 @@ def test_writingprompts_recipe_jsonl_gives_the_same_instances() -> None:
     assert _gen(data) == [WP_DRAGON]
     assert data.source["format"] == "jsonl"
     # max_stories and a stricter min_stories apply to the JSONL too
-    assert _gen(load_writingprompts({"format": "jsonl", "min_stories": 7}, WP_FIX)) == []
+    with pytest.raises(HarnessError, match=r"no prompt has 7 or more distinct stories in .*writingprompts_test\.jsonl"):
+        load_writingprompts({"format": "jsonl", "min_stories": 7}, WP_FIX)
     (capped,) = _gen(load_writingprompts({"format": "jsonl", "max_stories": 1}, WP_FIX))
     assert capped.references == WP_DRAGON.references[:1]
 
@@ -771,10 +774,10 @@ def test_writingprompts_malformed_jsonl_names_line_and_field(tmp_path: Path) -> 
 def test_writingprompts_not_found_says_it_is_not_included_and_where_it_is(tmp_path: Path) -> None:
     message = _one_line_error(lambda: load_writingprompts({}, tmp_path), DataNotFoundError)
     assert "not included" in message
-    assert "examples/stories/README.md" in message and writingprompts.RELEASE_URL in message
-    assert str(tmp_path / "writingprompts" / "test.wp_source") in message
-    assert str(tmp_path / "writingprompts" / "writingPrompts" / "test.wp_target") in message
-    assert str(tmp_path / "writingprompts" / "writingprompts_test.jsonl") in message
+    assert writingprompts.RELEASE_URL in message
+    assert f"not found in {tmp_path / 'writingprompts'}/: looked for test.wp_source + test.wp_target" in message
+    assert f"(there and in writingPrompts/ and {tmp_path / 'writingPrompts'}/)" in message
+    assert "and writingprompts_test.jsonl" in message
     assert "HARNESS_OFFLINE" in message and "--data-dir DIR" in message
 
 

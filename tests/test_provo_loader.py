@@ -175,7 +175,8 @@ def test_auto_prefers_the_official_release(tmp_path: Path) -> None:
     _copy_fixture(tmp_path)
     (tmp_path / "provo" / provo.POSITIONS_JSONL).write_text("", encoding="utf-8")
     assert load_provo({}, tmp_path).source["format"] == "official"
-    assert load_provo({"format": "positions_jsonl"}, tmp_path).instances == []
+    with pytest.raises(HarnessError, match=r"found no instances in .*provo_positions\.jsonl"):
+        load_provo({"format": "positions_jsonl"}, tmp_path)
 
 
 def test_repair_mac_roman_restores_the_apostrophe() -> None:
@@ -357,8 +358,9 @@ def test_not_found_lists_every_path_and_how_to_point_at_a_copy(tmp_path: Path) -
     message = str(info.value)
     assert "\n" not in message
     root = tmp_path / "provo"
+    assert f"not found in {root}/" in message
     for name in (provo.OFFICIAL_CSV, provo.SEED_TSV, provo.POSITIONS_JSONL, provo.RESPONSES_CSV, provo.PASSAGES_CSV):
-        assert str(root / name) in message
+        assert name in message
     assert "--data-dir DIR" in message and "HARNESS_DATA_DIR=DIR" in message and "DIR/provo/" in message
     assert "https://osf.io/sjefs/" in message
     assert "HARNESS_OFFLINE" in message
@@ -370,7 +372,7 @@ def test_not_found_for_one_format_names_only_its_files(tmp_path: Path) -> None:
     with pytest.raises(DataNotFoundError) as info:
         load_provo({"format": "long_csv", "path": "norms"}, tmp_path)
     message = str(info.value)
-    assert str(tmp_path / "norms" / provo.PASSAGES_CSV) in message
+    assert f"not found in {tmp_path / 'norms'}/" in message and provo.PASSAGES_CSV in message
     assert provo.POSITIONS_JSONL not in message
     assert "DIR/norms/" in message
 

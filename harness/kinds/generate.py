@@ -11,10 +11,10 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.decoding import DecodingConfig, decoding_labels
-from harness.errors import HarnessError
+from harness.errors import HarnessError, shorten_repr
 from harness.instances import GenerationInstance, Instance
 from harness.kinds.base import RequestKind
-from harness.options import Option, Options, boolean, optional, positive_int, text
+from harness.options import Option, Options, boolean, int_range, optional, positive_int, text
 from harness.prompting import PROMPT_FIELDS, render_input, template_fields
 
 if TYPE_CHECKING:
@@ -26,6 +26,8 @@ if TYPE_CHECKING:
 FINISH_REASONS: tuple[str, ...] = ("eos", "stop", "length")
 #: Model outputs kept per instance for the leaderboard's generation view.
 MAX_TEXTS = 20
+#: The longest sample a task may ask for, in tokens (more than any model's context window here).
+MAX_NEW_TOKENS = 100_000
 
 
 @dataclass(frozen=True)
@@ -96,13 +98,14 @@ def prompt_template(fields: Sequence[str]) -> Any:
     def check(value: Any) -> str:
         wanted = f"a string whose {{placeholders}} are among {', '.join(fields)}"
         if not isinstance(value, str):
-            raise ValueError(f"{wanted}, got {value!r} ({type(value).__name__})")
+            raise ValueError(f"{wanted}, got {shorten_repr(value)} ({type(value).__name__})")
         try:
             names = template_fields(value)
         except ValueError as exc:
-            raise ValueError(f"{wanted}, got {value!r} ({exc})") from None
+            raise ValueError(f"{wanted}, got {shorten_repr(value)} ({exc})") from None
         if not set(names) <= set(fields):
-            raise ValueError(f"{wanted}, got {value!r}")
+            unknown = sorted(set(names) - set(fields))
+            raise ValueError(f"{wanted}, got {shorten_repr(value)} (unknown {{{shorten_repr(unknown[0], 40)}}})")
         return value
 
     return check
@@ -113,15 +116,15 @@ def _decoding(value: Any) -> list[str]:
         return decoding_labels(value)
     except ValueError as exc:
         raise ValueError(
-            "a decoding setting or a list of them: ancestral, temperature=T, top_k=K, top_p=P, typical_p=P, combined "
-            f"with '+' (top_k=50+temperature=0.7); several separated by ';' on the command line, got {value!r} ({exc})"
+            f"{exc} (a decoding setting is ancestral, or temperature=T, top_k=K, top_p=P, typical_p=P joined with '+', "
+            "e.g. top_k=50+temperature=0.7; a list of settings, separated by ';' on the command line)"
         ) from None
 
 
 def _stop_list(value: Any) -> list[str]:
     if isinstance(value, list) and all(isinstance(x, str) and x for x in value):
         return value
-    raise ValueError(f"a list of non-empty strings, got {value!r}")
+    raise ValueError(f"a list of non-empty strings, got {shorten_repr(value)}")
 
 
 class GenerateKind(RequestKind):
@@ -133,7 +136,7 @@ class GenerateKind(RequestKind):
     params: ClassVar[Options] = Options(
         Option("n_samples", positive_int, 10, "samples per input"),
         Option("decoding", _decoding, ["ancestral"], "decoding settings; each is its own run", type="decoding list"),
-        Option("max_new_tokens", positive_int, 100, "token cap per sample"),
+        Option("max_new_tokens", int_range(1, MAX_NEW_TOKENS), 100, "token cap per sample"),
         Option("stop", _stop_list, [], "strings that end a sample (cut off with what follows)", type="list of str"),
         Option("prompt_template", prompt_template(PROMPT_FIELDS), "{source}", "prompt for causal LMs", type="template"),
         Option("chat", boolean, False, "use the model's chat template when it has one"),

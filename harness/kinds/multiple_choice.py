@@ -27,7 +27,7 @@ from harness.errors import HarnessError
 from harness.instances import ChoiceInstance, Instance
 from harness.kinds.base import Need, RequestKind, add_usage_of
 from harness.kinds.generate import prompt_template
-from harness.options import Option, Options, integer, one_of, positive_int
+from harness.options import Option, Options, int_range, integer, one_of
 from harness.usage import add_usage
 
 if TYPE_CHECKING:
@@ -81,6 +81,10 @@ class MultipleChoiceResponse:
         return cls({str(k): _record_kind(v).response_from_record(v) for k, v in record["answers"].items()})
 
 
+#: Shuffled option orders per item at most (5 options have 120 orders; every order multiplies the requests).
+MAX_OPTION_ORDERS = 1000
+
+
 class MultipleChoiceKind(RequestKind):
     name = "multiple_choice"
     request_type = MultipleChoiceRequest
@@ -89,7 +93,7 @@ class MultipleChoiceKind(RequestKind):
     view = "choice"
     # Shared by every method of a multiple-choice task (see harness.choice_prompts); methods are scorers.
     params: ClassVar[Options] = Options(
-        Option("option_orders", positive_int, 5, "shuffled option orders per item"),
+        Option("option_orders", int_range(1, MAX_OPTION_ORDERS), 5, "shuffled option orders per item"),
         Option("order_seed", integer, 0, "seed of the option orders"),
         Option("label_style", one_of(*LABEL_STYLES), "numbers", f"option labels: {', '.join(LABEL_STYLES)}"),
         Option(

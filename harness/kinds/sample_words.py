@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from harness.decoding import DecodingConfig
+from harness.decoding import DecodingConfig, sampling_temperature
 from harness.instances import ClozeInstance, Instance
 from harness.kinds.base import RequestKind, add_counts, add_usage_of
-from harness.options import Option, Options, one_of, positive_int, positive_number
+from harness.options import Option, Options, int_range, one_of, positive_int
 
 if TYPE_CHECKING:
     from harness.scoring import Scorer
@@ -22,6 +22,8 @@ WordMode = Literal["exact", "paper"]
 
 #: Words kept per context and side for the leaderboard's bar charts (the papers show the 15 most probable).
 TOP_WORDS = 15
+#: The most tokens one sampled word may take (``max_new_tokens``): a word is a few tokens, never thousands.
+MAX_WORD_TOKENS = 1024
 
 
 @dataclass(frozen=True)
@@ -118,9 +120,14 @@ class SampleWordsKind(RequestKind):
     view = "cloze"
     params: ClassVar[Options] = Options(
         Option("n_samples", positive_int, 1000, "next words drawn per context"),
-        Option("temperature", positive_number, 1.0, "softmax temperature (> 0; there is no greedy shortcut)"),
+        Option("temperature", sampling_temperature, 1.0, "softmax temperature (> 0; there is no greedy shortcut)"),
         Option("mode", one_of("exact", "paper"), "exact", "exact: first complete word; paper: the study's rule"),
-        Option("max_new_tokens", positive_int, 32, "tokens a sample may use before it is rejected (paper: 5)"),
+        Option(
+            "max_new_tokens",
+            int_range(1, MAX_WORD_TOKENS),
+            32,
+            "tokens a sample may use before it is rejected (paper: 5)",
+        ),
     )
 
     def build(self, config: TaskConfig, instance: Instance, seed: int, scorers: Sequence[Scorer]) -> SampleWordsRequest:

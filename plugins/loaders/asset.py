@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.data import LoadedData, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError
+from harness.errors import DataNotFoundError, HarnessError, shorten_repr
 from harness.instances import GenerationInstance, Instance
 from harness.options import Option, Options, one_of
 from plugins.loaders.option_types import folder
-from plugins.loaders.text_files import decode_utf8, file_lines, jsonl_records
+from plugins.loaders.text_files import file_lines, jsonl_records, read_utf8
 
 LOADER = "asset"
 DEFAULT_PATH = "asset"
@@ -53,13 +53,17 @@ def load_asset(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """
     split = options.get("split")
     if split not in SPLITS:
-        raise HarnessError(f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {split!r}")
+        raise HarnessError(
+            f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {shorten_repr(split)}"
+        )
     fmt = options.get("format", "auto")
     if fmt not in FORMATS:
-        raise HarnessError(f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise HarnessError(
+            f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {shorten_repr(fmt)}"
+        )
     sub = options.get("path", DEFAULT_PATH)
     if not isinstance(sub, str) or not sub:
-        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {sub!r}")
+        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {shorten_repr(sub)}")
     root = data_dir / sub
     official = [root / "dataset" / f"asset.{split}.orig"] + [
         root / "dataset" / f"asset.{split}.simp.{k}" for k in range(N_REFS)
@@ -77,16 +81,15 @@ def load_asset(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
         looked = []
         if fmt in ("auto", "official"):
             absent = [p.name for p in official if not p.is_file()]
-            looked.append(
-                f"{root / 'dataset'}/asset.{split}.orig + asset.{split}.simp.0-9 (missing: {', '.join(absent)})"
-            )
+            shown = "all" if len(absent) == len(official) else ", ".join(absent[:3])
+            more = f" and {len(absent) - 3} more" if 3 < len(absent) < len(official) else ""
+            looked.append(f"dataset/asset.{split}.orig + .simp.0-9 (missing: {shown}{more})")
         if fmt in ("auto", "jsonl"):
-            looked.append(str(derived))
+            looked.append(derived.name)
         raise DataNotFoundError(
-            f"ASSET {split} data (format {fmt}) not found: looked for {' and '.join(looked)}. "
-            f"Point the harness at a copy with --data-dir DIR or HARNESS_DATA_DIR=DIR, with the files in DIR/{sub}/. "
-            f"The official files are dataset/asset.{split}.orig and dataset/asset.{split}.simp.0-9 in {REPO_URL} "
-            f"(CC BY-NC 4.0); put them in DIR/{sub}/dataset/."
+            f"ASSET {split} data (format {fmt}) not found in {root}/: looked for {' and '.join(looked)}. "
+            f"Use --data-dir DIR or HARNESS_DATA_DIR=DIR (files in DIR/{sub}/); official files: "
+            f"dataset/asset.{split}.orig and .simp.0-9 of {REPO_URL} (CC BY-NC 4.0), in DIR/{sub}/dataset/."
         )
 
     instances: list[Instance] = [
@@ -131,7 +134,7 @@ def _read_official(paths: list[Path], stats: dict[str, int]) -> list[_Record]:
 
 def _lines(path: Path) -> list[str]:
     """The file's lines. The release has no newline after the last line; one there is accepted, not counted."""
-    text = decode_utf8(path.read_bytes(), path)
+    text = read_utf8(path, "data file")
     if text.endswith("\n"):
         text = text[:-1]
     return text.split("\n") if text else []
@@ -144,7 +147,7 @@ def _read_jsonl(path: Path, stats: dict[str, int]) -> list[_Record]:
         index = record["id"]
         refs = record["references"]
         if not isinstance(refs, list) or len(refs) != N_REFS:
-            got = f"{len(refs)} items" if isinstance(refs, list) else repr(refs)[:40]
+            got = f"{len(refs)} items" if isinstance(refs, list) else shorten_repr(refs, 40)
             raise HarnessError(f"{where}: field 'references': expected a list of {N_REFS} strings, got {got}")
         source = _clean(record["source"], where, "source", stats)
         texts = tuple(_clean(x, where, f"references[{k}]", stats) for k, x in enumerate(refs))
@@ -155,7 +158,7 @@ def _read_jsonl(path: Path, stats: dict[str, int]) -> list[_Record]:
 def _clean(value: object, where: str, name: str, stats: dict[str, int]) -> str:
     """The sentence stripped at both ends. An empty one is an error: it is how a misaligned file usually shows."""
     if not isinstance(value, str):
-        raise HarnessError(f"{where}: field '{name}': expected a string, got {value!r}")
+        raise HarnessError(f"{where}: field '{name}': expected a string, got {shorten_repr(value)}")
     text = value.strip()
     if not text:
         raise HarnessError(f"{where}: field '{name}': empty sentence")

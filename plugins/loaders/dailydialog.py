@@ -24,11 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.data import LoadedData, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError
+from harness.errors import DataNotFoundError, HarnessError, shorten_repr
 from harness.instances import GenerationInstance, Instance
 from harness.options import Option, Options, one_of
 from plugins.loaders.option_types import folder
-from plugins.loaders.text_files import decode_utf8, file_lines, jsonl_records
+from plugins.loaders.text_files import file_lines, json_value, jsonl_records, read_utf8
 
 LOADER = "dailydialog_pp"
 DEFAULT_PATH = "dailydialog-plusplus"
@@ -53,10 +53,12 @@ def load_dailydialog_pp(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     """
     split = options.get("split", "dev")
     if split not in SPLITS:
-        raise HarnessError(f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {split!r}")
+        raise HarnessError(
+            f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {shorten_repr(split)}"
+        )
     sub = options.get("path", DEFAULT_PATH)
     if not isinstance(sub, str) or not sub:
-        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {sub!r}")
+        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {shorten_repr(sub)}")
     path = data_dir / sub / "dataset" / f"{split}.json"
     if not path.is_file():
         raise DataNotFoundError(
@@ -112,11 +114,13 @@ def _read_split(path: Path) -> list[_Record]:
 def _utterances(value: object, where: str, name: str) -> tuple[str, ...]:
     """A non-empty list of non-empty strings, each stripped at both ends."""
     if not isinstance(value, list) or not value:
-        raise HarnessError(f"{where}: field '{name}': expected a non-empty list of strings, got {value!r:.60}")
+        raise HarnessError(
+            f"{where}: field '{name}': expected a non-empty list of strings, got {shorten_repr(value, 60)}"
+        )
     out = []
     for k, item in enumerate(value):
         if not isinstance(item, str):
-            raise HarnessError(f"{where}: field '{name}[{k}]': expected a string, got {item!r:.60}")
+            raise HarnessError(f"{where}: field '{name}[{k}]': expected a string, got {shorten_repr(item, 60)}")
         text = item.strip()
         if not text:
             raise HarnessError(f"{where}: field '{name}[{k}]': empty utterance")
@@ -130,10 +134,13 @@ def _read_topics(path: Path, positives: dict[int, tuple[str, ...]]) -> tuple[dic
     The file is ``{"data": [{"title": topic, "paragraphs": [{"context": ..., "responses": [{"text", "id",
     "label"}]}]}]}``; the number before ``p``/``a``/``r`` in a response id is the dev record's id.
     """
+    text = read_utf8(path, "data file")
     try:
-        document = json.loads(decode_utf8(path.read_bytes(), path))
+        document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise HarnessError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError):  # a 5,000-digit number, or nesting too deep
+        document = json_value(text, str(path))
     data = document.get("data") if isinstance(document, dict) else None
     if not isinstance(data, list):
         raise HarnessError(f"{path}: field 'data': expected a list of topics")
@@ -160,7 +167,9 @@ def _read_topics(path: Path, positives: dict[int, tuple[str, ...]]) -> tuple[dic
                     raise HarnessError(f"{field}': expected an object with string 'text', 'id' and 'label'")
                 match = RESPONSE_ID_RE.match(response["id"])
                 if match is None:
-                    raise HarnessError(f"{field}.id': expected '<context id>p|a|r<k>', got {response['id']!r}")
+                    raise HarnessError(
+                        f"{field}.id': expected '<context id>p|a|r<k>', got {shorten_repr(response['id'])}"
+                    )
                 ids.add(int(match.group(1)))
                 if response["label"].startswith("1"):
                     positive.append(response["text"].strip())

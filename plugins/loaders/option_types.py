@@ -10,37 +10,39 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.errors import shorten_repr
+
 
 def folder(value: Any) -> str:
     """A folder name under the data root (a non-empty string)."""
     if not isinstance(value, str) or not value:
-        raise ValueError(f"expected a folder name, got {value!r}")
+        raise ValueError(f"expected a folder name, got {shorten_repr(value)}")
     return value
 
 
 def file_name(value: Any) -> str:
     """A file name (a non-empty string)."""
     if not isinstance(value, str) or not value:
-        raise ValueError(f"expected a file name, got {value!r}")
+        raise ValueError(f"expected a file name, got {shorten_repr(value)}")
     return value
 
 
 def count(value: Any) -> int:
     """A positive YAML integer (not a boolean, not a string)."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"expected a positive integer, got {value!r}")
+        raise ValueError(f"expected a positive integer, got {shorten_repr(value)}")
     return value
 
 
 def flag(value: Any) -> bool:
     """A YAML boolean."""
     if not isinstance(value, bool):
-        raise ValueError(f"expected true or false, got {value!r}")
+        raise ValueError(f"expected true or false, got {shorten_repr(value)}")
     return value
 
 
 def integers(value: Any) -> list[int]:
     """A list of YAML integers."""
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise ValueError(f"expected a list of integers, got {value!r}")
+        raise ValueError(f"expected a list of integers, got {shorten_repr(value)}")
     return list(value)

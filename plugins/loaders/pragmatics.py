@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from harness.data import LoadedData, downloads_allowed, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError
+from harness.errors import DataNotFoundError, HarnessError, shorten_repr
 from harness.instances import ChoiceInstance, Instance
 from harness.options import Option, Options, one_of, optional
 from plugins.loaders import downloads
@@ -73,7 +73,7 @@ DOWNLOAD_MAX_BYTES = 8 * 1024 * 1024  # per file; the largest (Human_CoherenceIn
 def phenomenon_list(value: Any) -> list[str]:
     """A non-empty list of phenomena named as in the data (a misspelt name is an error, not a smaller task)."""
     if not isinstance(value, list | tuple) or not value or not all(isinstance(v, str) for v in value):
-        raise ValueError(f"expected a non-empty list of names, got {value!r}")
+        raise ValueError(f"expected a non-empty list of names, got {shorten_repr(value)}")
     bad = [v for v in value if v not in PHENOMENA]
     if bad:
         raise ValueError(f"unknown phenomenon {', '.join(repr(v) for v in bad)}; known: {', '.join(PHENOMENA)}")
@@ -105,16 +105,19 @@ def load_pragmatics_mcq(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     """
     fmt = options.get("format", "auto")
     if fmt not in FORMATS:
-        raise HarnessError(f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise HarnessError(
+            f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {shorten_repr(fmt)}"
+        )
     descriptions = options.get("descriptions", "tsvilodub")
     if descriptions not in DESCRIPTIONS:
         raise HarnessError(
-            f"{LOADER} data option 'descriptions': expected one of {', '.join(DESCRIPTIONS)}, got {descriptions!r}"
+            f"{LOADER} data option 'descriptions': expected one of {', '.join(DESCRIPTIONS)}, "
+            f"got {shorten_repr(descriptions)}"
         )
     phenomena = _phenomena(options.get("phenomena"))
     sub = options.get("path", DEFAULT_PATH)
     if not isinstance(sub, str) or not sub:
-        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {sub!r}")
+        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {shorten_repr(sub)}")
     root = data_dir / sub
     raw_dir, jsonl_path = root / RAW_DIR, root / JSONL_NAME
 
@@ -140,13 +143,12 @@ def load_pragmatics_mcq(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
         items = read_jsonl(jsonl_path, phenomena)
         files.append(jsonl_path)
     else:
-        looked = [f"{raw_dir}/"] if fmt in ("auto", "hu") else []
-        looked += [str(jsonl_path)] if fmt in ("auto", "jsonl") else []
+        looked = [f"{RAW_DIR}/"] if fmt in ("auto", "hu") else []
+        looked += [JSONL_NAME] if fmt in ("auto", "jsonl") else []
         raise DataNotFoundError(
-            f"pragmatics-mcq data (format {fmt}) not found: looked for {' and '.join(looked)}. "
-            f"Point the harness at a copy with --data-dir DIR or HARNESS_DATA_DIR=DIR, with the files in DIR/{sub}/. "
-            f"The official files are fj_raw_data/ and human_data/fj/ in {HU_REPO_URL}; put them in DIR/{sub}/hu2023/."
-            + download_note
+            f"pragmatics-mcq data (format {fmt}) not found in {root}/: looked for {' and '.join(looked)}. "
+            f"Use --data-dir DIR or HARNESS_DATA_DIR=DIR (files in DIR/{sub}/); official files: fj_raw_data/ and "
+            f"human_data/fj/ of {HU_REPO_URL}, in DIR/{sub}/hu2023/." + download_note
         )
     texts = read_tsvilodub(root, phenomena, files, download_note) if descriptions == "tsvilodub" else {}
     human_n = check_same_n(items)

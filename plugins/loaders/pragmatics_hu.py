@@ -19,7 +19,7 @@ import csv
 import io
 from pathlib import Path
 
-from harness.errors import DataNotFoundError, HarnessError
+from harness.errors import DataNotFoundError, HarnessError, shorten_repr
 from plugins.loaders.pragmatics_items import Item, check_one_correct
 from plugins.loaders.pragmatics_release import (
     COHERENCE_OPTIONS,
@@ -30,7 +30,7 @@ from plugins.loaders.pragmatics_release import (
     RAW_DIR,
     TASK_CODES,
 )
-from plugins.loaders.text_files import decode_utf8
+from plugins.loaders.text_files import read_utf8
 
 # The cells of each item file, by phenomenon where it differs from the default ("_" cells are read but unused).
 _DEFAULT_COLUMNS: dict[str, tuple[str, ...]] = {
@@ -68,12 +68,13 @@ def read_hu(
 ) -> list[Item]:
     """All items of the requested phenomena from the official release, in instance order."""
     per_phenomenon = {p: hu_paths(root, p, instructions) for p in phenomena}
-    missing = [str(path) for paths in per_phenomenon.values() for path in paths.values() if not path.is_file()]
+    wanted = [path for paths in per_phenomenon.values() for path in paths.values()]
+    missing = [str(path.relative_to(root)) for path in wanted if not path.is_file()]
     if missing:
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
         raise DataNotFoundError(
             f"pragmatics-mcq data (format hu) incomplete under {root}: missing {shown}. The official files are "
-            f"fj_raw_data/ and human_data/fj/ in {HU_REPO_URL}; put them in {root / HU_DIR}/." + note
+            f"fj_raw_data/ and human_data/fj/ of {HU_REPO_URL}, in {HU_DIR}/ there." + note
         )
     items: list[Item] = []
     for phenomenon, paths in per_phenomenon.items():
@@ -113,7 +114,7 @@ def _read_hu_phenomenon(phenomenon: str, paths: dict[str, Path]) -> list[Item]:
     counts = _count_choices(paths["Human"], phenomenon, set(scenarios))
     instructions = ""
     if "Instructions" in paths:
-        instructions = decode_utf8(paths["Instructions"].read_bytes(), paths["Instructions"]).strip()
+        instructions = read_utf8(paths["Instructions"], "data file").strip()
 
     items: list[Item] = []
     for item_id in sorted(scenarios):
@@ -169,7 +170,7 @@ def _coherence_tables(path: Path) -> tuple[_Table, _Table, _Table]:
             raise HarnessError(f"{where}: item {item} repeated")
         answer = row["label"]
         if answer not in COHERENCE_OPTIONS:
-            raise HarnessError(f"{where}: item {item}: key {answer!r}, expected Coherent or Incoherent")
+            raise HarnessError(f"{where}: item {item}: key {shorten_repr(answer)}, expected Coherent or Incoherent")
         options[item], simple[item], complex_[item] = {}, {}, {}
         for k, text in enumerate(COHERENCE_OPTIONS, start=1):
             options[item][k] = {"text": text}
@@ -188,7 +189,7 @@ def _rows(path: Path, phenomenon: str, kind: str) -> list[tuple[str, int, int | 
     code = TASK_CODES[phenomenon]
     # newline="" splits lines at CR, LF and CRLF alike and leaves a CR inside a quoted cell to the csv module;
     # strict makes a stray quote an error instead of a cell that runs on.
-    text = decode_utf8(path.read_bytes(), path)
+    text = read_utf8(path, "data file")
     reader = csv.reader(io.StringIO(text, newline=""), delimiter="\t", strict=True)
     out: list[tuple[str, int, int | None, dict[str, str]]] = []
     try:
@@ -201,7 +202,9 @@ def _rows(path: Path, phenomenon: str, kind: str) -> list[tuple[str, int, int | 
                 raise HarnessError(f"{where}: {len(cells)} tab-separated cells, expected {len(columns)} ({named}, ...)")
             row = {name: cell.strip() for name, cell in zip(columns, cells, strict=True) if name != "_"}
             if "code" in row and row["code"] != code:
-                raise HarnessError(f"{where}: task code {row['code']!r}, expected {code!r} for {phenomenon}")
+                raise HarnessError(
+                    f"{where}: task code {shorten_repr(row['code'])}, expected {code!r} for {phenomenon}"
+                )
             empty = [name for name in ("text", "label", "maxim") if row.get(name) == ""]
             if empty:
                 raise HarnessError(f"{where}: the {empty[0]} cell is empty")
@@ -218,7 +221,7 @@ def _rows(path: Path, phenomenon: str, kind: str) -> list[tuple[str, int, int | 
 
 def _number(cell: str, where: str, name: str) -> int:
     if not cell.isdigit():
-        raise HarnessError(f"{where}: {name} {cell!r}: expected a positive integer")
+        raise HarnessError(f"{where}: {name} {shorten_repr(cell)}: expected a positive integer")
     return int(cell)
 
 
@@ -232,23 +235,27 @@ def _count_choices(path: Path, phenomenon: str, items: set[int]) -> dict[int, li
         chosen = {name: k for k, name in enumerate(COHERENCE_OPTIONS, start=1)}
     else:
         chosen = {f"Answer{k}": k for k in range(1, n_options + 1)}
-    reader = csv.DictReader(io.StringIO(decode_utf8(path.read_bytes(), path), newline=""))
-    missing = [name for name in ("itemNum", "Task", "OptionChosen") if name not in (reader.fieldnames or [])]
+    reader = csv.DictReader(io.StringIO(read_utf8(path, "data file"), newline=""))
+    try:
+        fieldnames = reader.fieldnames or []
+    except csv.Error as exc:
+        raise HarnessError(f"{path}: line 1: not readable as CSV ({exc})") from None
+    missing = [name for name in ("itemNum", "Task", "OptionChosen") if name not in fieldnames]
     if missing:
-        raise HarnessError(f"{path}: line 1: column {missing[0]!r} missing")
+        raise HarnessError(f"{path}: line 1: column {shorten_repr(missing[0])} missing")
     counts: dict[int, list[int]] = {}
     try:
         for row in reader:
             where = f"{path}: line {reader.line_num}"
             if row["Task"] != code:
-                raise HarnessError(f"{where}: Task {row['Task']!r}, expected {code!r}")
+                raise HarnessError(f"{where}: Task {shorten_repr(row['Task'])}, expected {shorten_repr(code)}")
             item = _number(row["itemNum"] or "", where, "itemNum")
             if item not in items:
                 raise HarnessError(f"{where}: item {item}: not in {phenomenon}Scenarios.txt")
             option = chosen.get(row["OptionChosen"] or "")
             if option is None:
                 raise HarnessError(
-                    f"{where}: OptionChosen {row['OptionChosen']!r}, expected one of {', '.join(chosen)}"
+                    f"{where}: OptionChosen {shorten_repr(row['OptionChosen'])}, expected one of {', '.join(chosen)}"
                 )
             counts.setdefault(item, [0] * n_options)[option - 1] += 1
     except csv.Error as exc:

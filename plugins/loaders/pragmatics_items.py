@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, shorten_repr
 from plugins.loaders.pragmatics_release import SIMPLE_LABELS
 
 
@@ -33,7 +33,7 @@ def check_one_correct(labels: list[str], where: str) -> None:
     """Both formats' check: a target is only defined when exactly one option is keyed Correct."""
     bad = [label for label in labels if label not in SIMPLE_LABELS]
     if bad:
-        raise HarnessError(f"{where}: simple label {bad[0]!r}, expected Correct or Incorrect")
+        raise HarnessError(f"{where}: simple label {shorten_repr(bad[0])}, expected Correct or Incorrect")
     n_correct = labels.count("Correct")
     if n_correct != 1:
         raise HarnessError(f"{where}: {n_correct} Correct options, expected exactly one")

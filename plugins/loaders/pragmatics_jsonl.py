@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, shorten_repr
 from plugins.loaders.pragmatics_items import Item, check_one_correct
 from plugins.loaders.pragmatics_release import N_OPTIONS, PHENOMENA
 from plugins.loaders.text_files import file_lines, jsonl_records
@@ -24,7 +24,7 @@ def read_jsonl(path: Path, phenomena: tuple[str, ...]) -> list[Item]:
     ):
         phenomenon = record["phenomenon"]
         if phenomenon not in PHENOMENA:
-            raise HarnessError(f"{where}: field 'phenomenon': unknown phenomenon {phenomenon!r}")
+            raise HarnessError(f"{where}: field 'phenomenon': unknown phenomenon {shorten_repr(phenomenon)}")
         item_id = _json_int(record["item_id"], where, "item_id")
         if (phenomenon, item_id) in seen:
             first = seen[(phenomenon, item_id)].rsplit(" ", 1)[-1]
@@ -90,5 +90,5 @@ def _jsonl_item(record: dict[str, Any], line: str) -> Item:
 
 def _json_int(value: object, where: str, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise HarnessError(f"{where}: field '{name}': expected an integer, got {value!r}")
+        raise HarnessError(f"{where}: field '{name}': expected an integer, got {shorten_repr(value)}")
     return value

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from harness.errors import DataNotFoundError
 from plugins.loaders.pragmatics_release import TSVILODUB_NAMES, TSVILODUB_PROMPTS, TSVILODUB_REPO_URL
-from plugins.loaders.text_files import decode_utf8
+from plugins.loaders.text_files import read_utf8
 
 
 def tsvilodub_path(root: Path, phenomenon: str) -> Path:
@@ -25,6 +25,6 @@ def read_tsvilodub(root: Path, phenomena: tuple[str, ...], files: list[Path], no
                 f"{TSVILODUB_REPO_URL}); put it there, or set the data option 'descriptions: hu' to open prompts "
                 "with the instructions shown to participants instead." + note
             )
-        texts[phenomenon] = decode_utf8(path.read_bytes(), path).strip()
+        texts[phenomenon] = read_utf8(path, "data file").strip()
         files.append(path)
     return texts

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from harness.data import LoadedData, downloads_allowed, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError
+from harness.errors import DataNotFoundError, HarnessError, shorten_repr
+from harness.files import read_bytes
 from harness.instances import Instance
 from harness.options import Option, Options, one_of, optional
 from plugins.loaders import downloads
@@ -81,12 +82,12 @@ def load_provo(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """
     fmt = options.get("format", "auto")
     if fmt not in FORMATS:
-        raise HarnessError(f"provo data option 'format': expected one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise HarnessError(f"provo data option 'format': expected one of {', '.join(FORMATS)}, got {shorten_repr(fmt)}")
     text_ids = _int_list_option(options, "text_ids")
     max_word_num = _int_option(options, "max_word_num")
     repair = options.get("repair_mac_roman", False)
     if not isinstance(repair, bool):
-        raise HarnessError(f"provo data option 'repair_mac_roman': expected true or false, got {repair!r}")
+        raise HarnessError(f"provo data option 'repair_mac_roman': expected true or false, got {shorten_repr(repair)}")
     root = data_dir / str(options.get("path", "provo"))
 
     downloaded_from: str | None = None
@@ -130,7 +131,17 @@ def load_provo(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     source["repair_mac_roman"] = repair
 
     positions.sort(key=lambda p: (p.text_id, p.word_num))
-    instances: list[Instance] = [to_instance(p, repair) for p in positions]
+    instances: list[Instance] = []
+    for position in positions:
+        instance = to_instance(position, repair)
+        if not instance.human_counts:
+            # Scorers compare with the people's guesses: a position without any is a damaged row, said here with
+            # its file and line rather than later by a scorer that only knows the position's id.
+            raise HarnessError(
+                f"{position.where or files[0]}: position {instance.id}: no human responses (every response is "
+                "missing or empty, or every count is 0)"
+            )
+        instances.append(instance)
     return LoadedData(instances=instances, data_hash=hash_files(files), source=source)
 
 
@@ -161,16 +172,17 @@ def _choose_format(fmt: str, root: Path) -> tuple[str, list[Path]] | None:
 
 
 def _not_found_message(fmt: str, root: Path, sub: object) -> str:
+    """Where the loader looked (the folder once, then the file names) and how to give it the data, in one line
+    short enough to read."""
     cands = _candidates(root)
     order = ["official", "positions_jsonl", "long_csv"] if fmt == "auto" else [fmt]
     looked = []
     for name in order:
-        paths = cands[name]
-        looked.append(" or ".join(map(str, paths)) if name == "official" else " + ".join(map(str, paths)))
+        names = [p.name for p in cands[name]]
+        looked.append(" or ".join(names) if name == "official" else " + ".join(names))
     return (
-        f"Provo data not found (format {fmt}): looked for {'; '.join(looked)}. "
-        f"Point the harness at a copy with --data-dir DIR or HARNESS_DATA_DIR=DIR, with the files in DIR/{sub}/. "
-        f"The official release is {OFFICIAL_CSV} in the OSF project {OSF_PROJECT_URL} ({OSF_NORMS_URL})."
+        f"Provo data (format {fmt}) not found in {root}/: looked for {'; '.join(looked)}. "
+        f"Use --data-dir DIR or HARNESS_DATA_DIR=DIR (files in DIR/{sub}/); official release: {OSF_PROJECT_URL}."
     )
 
 
@@ -200,7 +212,7 @@ def _download_official(root: Path) -> Path:
 
 def _check_norms_header(path: Path) -> None:
     """OSF answers some failures with an HTML page and status 200, so the header decides what was fetched."""
-    text, _ = decode(path.read_bytes()[:65536])
+    text, _ = decode(read_bytes(path, "download")[:65536])
     header = header_fields(text.splitlines()[0] if text else "")
     missing = [c for c in OFFICIAL_COLUMNS if c not in header]
     if missing:
@@ -215,7 +227,7 @@ def _int_option(options: Mapping[str, Any], name: str) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise HarnessError(f"provo data option '{name}': expected a positive integer, got {value!r}")
+        raise HarnessError(f"provo data option '{name}': expected a positive integer, got {shorten_repr(value)}")
     return value
 
 
@@ -224,5 +236,5 @@ def _int_list_option(options: Mapping[str, Any], name: str) -> list[int] | None:
     if value is None:
         return None
     if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise HarnessError(f"provo data option '{name}': expected a list of integers, got {value!r}")
+        raise HarnessError(f"provo data option '{name}': expected a list of integers, got {shorten_repr(value)}")
     return list(value)

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line, shorten, shorten_repr
+from harness.files import check_no_nul, read_bytes, read_utf8
 from harness.text import normalise_word
+from plugins.loaders.text_files import MAX_DATA_INT, file_lines, json_value
 
 OFFICIAL_COLUMNS = ("Text_ID", "Text", "Word_Number", "Response", "Response_Count")
 RESPONSES_COLUMNS = ("text_id", "word_num", "target_word", "response", "response_count")
@@ -43,6 +44,8 @@ class Position:
     target_raw: str
     responses: dict[str, int] = field(default_factory=dict)
     n_missing: int = 0
+    #: Where the position was first read (``PATH: line N``), for the errors about it found later.
+    where: str = ""
 
 
 def decode(data: bytes) -> tuple[str, str]:
@@ -61,41 +64,61 @@ def header_fields(line: str) -> list[str]:
     return [c.strip().lstrip("\ufeff") for c in next(csv.reader([line], delimiter=delimiter), [])]
 
 
-def _parse_int(value: str | None, path: Path, line: int, column: str) -> int:
-    """An integer field; ``3.0`` is accepted because spreadsheet and pandas exports write counts that way."""
+def _parse_int(value: str | None, path: Path, line: int, column: str, low: int = 1) -> int:
+    """An integer field from ``low`` to ``MAX_DATA_INT``; ``3.0`` is accepted because spreadsheet and pandas exports
+    write counts that way."""
     text = (value or "").strip()
     try:
-        return int(text)
+        number: float = int(text)
     except ValueError:
-        pass
-    try:
-        number = float(text)
-    except ValueError:
-        number = float("nan")
-    if number.is_integer():
-        return int(number)
-    raise HarnessError(f"{path}: line {line}: field '{column}': expected an integer, got {value!r}")
+        try:
+            number = float(text)
+        except ValueError:
+            number = float("nan")
+    where = f"{path}: line {line}: field '{column}'"
+    if not (abs(number) <= MAX_DATA_INT and float(number).is_integer()):  # NaN and infinities fail too
+        raise HarnessError(f"{where}: expected an integer, got {shorten_repr(value)}")
+    if not low <= number <= MAX_DATA_INT:
+        raise HarnessError(f"{where}: expected an integer from {low} to {MAX_DATA_INT}, got {shorten_repr(value)}")
+    return int(number)
+
+
+def _count(value: str | None, path: Path, line: int, column: str) -> int:
+    """A response count: an integer from 0 (a negative count would silently subtract people)."""
+    return _parse_int(value, path, line, column, low=0)
 
 
 def _csv_rows(text: str, path: Path, required: tuple[str, ...]) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    """Header and (line number, row) pairs; a missing column or a short row is an error naming file and line."""
+    """Header and (line number, row) pairs; a missing column, a short row or a cell the csv module cannot read
+    (a quote never closed, a cell over its field size limit) is an error naming file and line."""
     first_line = text.split("\n", 1)[0]
     delimiter = "\t" if first_line.count("\t") > first_line.count(",") else ","
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
-    header = [c.strip().lstrip("\ufeff") for c in next(reader, [])]
-    missing = [c for c in required if c not in header]
-    if missing:
-        raise HarnessError(f"{path}: line 1: missing column '{missing[0]}' (columns: {', '.join(header) or 'none'})")
-    index = {name: i for i, name in enumerate(header)}
     rows: list[tuple[int, dict[str, str]]] = []
-    for values in reader:
-        if not values or all(not v.strip() for v in values):
-            continue
-        for name in required:
-            if index[name] >= len(values):
-                raise HarnessError(f"{path}: line {reader.line_num}: field '{name}': missing (row too short)")
-        row = {name: values[i] for name, i in index.items() if i < len(values)}
-        rows.append((reader.line_num, row))
+    try:
+        header = [c.strip().lstrip("\ufeff") for c in next(reader, [])]
+        missing = [c for c in required if c not in header]
+        if missing:
+            shown = one_line(", ".join(header), 200) or "none"
+            raise HarnessError(f"{path}: line 1: missing column '{missing[0]}' (columns: {shown})")
+        index = {name: i for i, name in enumerate(header)}
+        start = reader.line_num + 1
+        for values in reader:
+            line, start = start, reader.line_num + 1
+            if not values or all(not v.strip() for v in values):
+                continue
+            if any("\n" in v or "\r" in v for v in values):
+                # No cell of these files holds a line break; a quote opened and never closed makes one, and would
+                # otherwise silently swallow the rows after it.
+                raise HarnessError(f"{path}: line {line}: a line break inside a cell (a quote never closed?)")
+            for name in required:
+                if index[name] >= len(values):
+                    raise HarnessError(f"{path}: line {line}: field '{name}': missing (row too short)")
+            row = {name: values[i] for name, i in index.items() if i < len(values)}
+            rows.append((line, row))
+    except csv.Error as exc:
+        line = max(1, reader.line_num)
+        raise HarnessError(f"{path}: line {line}: not readable as CSV ({one_line(str(exc), 120)})") from None
     return header, rows
 
 
@@ -114,7 +137,9 @@ def _position_tokens(tokens: list[str], word_num: int, path: Path, line: int, co
 
 def read_official(path: Path, source: dict[str, Any]) -> list[Position]:
     """The OSF norms (CSV) or the seed's TSV copy, grouped as the seed's ``preprocess_provo_corpus()`` did."""
-    text, encoding = decode(path.read_bytes())
+    data = read_bytes(path, "data file")
+    check_no_nul(data, path)
+    text, encoding = decode(data)
     source["encoding"] = encoding
     _, rows = _csv_rows(text, path, OFFICIAL_COLUMNS)
     texts: dict[int, set[str]] = {}
@@ -135,10 +160,10 @@ def read_official(path: Path, source: dict[str, Any]) -> list[Position]:
         if _is_missing(response):
             # The seed counted these as 0 (see PANDAS_NA_STRINGS); a count that is itself NA is 0 too.
             count_text = row["Response_Count"]
-            count = 0 if _is_missing(count_text) else _parse_int(count_text, path, line, "Response_Count")
+            count = 0 if _is_missing(count_text) else _count(count_text, path, line, "Response_Count")
             missing[key] = missing.get(key, 0) + count
             continue
-        count = _parse_int(row["Response_Count"], path, line, "Response_Count")
+        count = _count(row["Response_Count"], path, line, "Response_Count")
         bucket[response] = bucket.get(response, 0) + count
 
     # The seed took ``groupby('Text_ID')['Text'].max()``: if rows of one passage disagree, the largest text wins.
@@ -154,7 +179,8 @@ def read_official(path: Path, source: dict[str, Any]) -> list[Position]:
         context, target = _position_tokens(tokens_by_text[text_id], word_num, path, first_line[key], "Word_Number")
         if key in norms_words and normalise_word(norms_words[key]) != normalise_word(target):
             mismatches.append(f"{text_id}-{word_num}")
-        positions.append(Position(text_id, word_num, context, target, bucket, missing.get(key, 0)))
+        where = f"{path}: line {first_line[key]}"
+        positions.append(Position(text_id, word_num, context, target, bucket, missing.get(key, 0), where))
     if mismatches:
         # The norms' own Word column is a diagnostic only (it has spreadsheet artefacts such as TRUE for "true").
         source["word_column_mismatches"] = {"count": len(mismatches), "first": sorted(mismatches)[:20]}
@@ -164,55 +190,56 @@ def read_official(path: Path, source: dict[str, Any]) -> list[Position]:
 def read_positions_jsonl(path: Path) -> list[Position]:
     """``provo_positions.jsonl``: one JSON object per position with its context and response counts."""
     positions: dict[tuple[int, int], Position] = {}
-    with path.open(encoding="utf-8") as handle:
-        for line_no, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise HarnessError(f"{path}: line {line_no}: not valid JSON ({exc.msg})") from None
-            if not isinstance(record, dict):
-                raise HarnessError(f"{path}: line {line_no}: expected a JSON object")
-            for name in POSITIONS_FIELDS:
-                if name not in record:
-                    raise HarnessError(f"{path}: line {line_no}: field '{name}': missing")
-            text_id = _json_int(record["text_id"], path, line_no, "text_id")
-            word_num = _json_int(record["word_num"], path, line_no, "word_num")
-            for name in ("context", "target_word"):
-                if not isinstance(record[name], str):
-                    raise HarnessError(f"{path}: line {line_no}: field '{name}': expected a string")
-            human = record["human_responses"]
-            if not isinstance(human, dict):
-                raise HarnessError(f"{path}: line {line_no}: field 'human_responses': expected an object")
-            bucket: dict[str, int] = {}
-            for response, count in human.items():
-                n = _json_int(count, path, line_no, f"human_responses.{response}")
-                if not _is_missing(response):
-                    bucket[response] = bucket.get(response, 0) + n
-            if "total_response_count" in record:
-                total = _json_int(record["total_response_count"], path, line_no, "total_response_count")
-                if total != sum(bucket.values()):
-                    raise HarnessError(
-                        f"{path}: line {line_no}: field 'total_response_count': {total} is not the sum of "
-                        f"'human_responses' ({sum(bucket.values())})"
-                    )
-            key = (text_id, word_num)
-            if key in positions:
-                raise HarnessError(f"{path}: line {line_no}: field 'word_num': position {text_id}-{word_num} repeated")
-            positions[key] = Position(text_id, word_num, record["context"], record["target_word"], bucket)
+    for line_no, line in enumerate(file_lines(path), start=1):
+        if not line.strip():
+            continue
+        where = f"{path}: line {line_no}"
+        record = json_value(line, where)
+        if not isinstance(record, dict):
+            raise HarnessError(f"{where}: expected a JSON object")
+        for name in POSITIONS_FIELDS:
+            if name not in record:
+                raise HarnessError(f"{where}: field '{name}': missing")
+        text_id = _json_int(record["text_id"], path, line_no, "text_id")
+        word_num = _json_int(record["word_num"], path, line_no, "word_num")
+        for name in ("context", "target_word"):
+            if not isinstance(record[name], str):
+                raise HarnessError(f"{where}: field '{name}': expected a string")
+        human = record["human_responses"]
+        if not isinstance(human, dict):
+            raise HarnessError(f"{where}: field 'human_responses': expected an object")
+        bucket: dict[str, int] = {}
+        for response, count in human.items():
+            n = _json_int(count, path, line_no, f"human_responses.{shorten(response, 40)}", low=0)
+            if not _is_missing(response):
+                bucket[response] = bucket.get(response, 0) + n
+        if "total_response_count" in record:
+            total = _json_int(record["total_response_count"], path, line_no, "total_response_count", low=0)
+            if total != sum(bucket.values()):
+                raise HarnessError(
+                    f"{where}: field 'total_response_count': {total} is not the sum of "
+                    f"'human_responses' ({sum(bucket.values())})"
+                )
+        key = (text_id, word_num)
+        if key in positions:
+            raise HarnessError(f"{where}: field 'word_num': position {text_id}-{word_num} repeated")
+        positions[key] = Position(text_id, word_num, record["context"], record["target_word"], bucket, where=where)
     return list(positions.values())
 
 
-def _json_int(value: object, path: Path, line: int, name: str) -> int:
+def _json_int(value: object, path: Path, line: int, name: str, low: int = 1) -> int:
+    """An integer of a JSON record, from ``low`` to ``MAX_DATA_INT``."""
+    where = f"{path}: line {line}: field '{name}'"
     if isinstance(value, bool) or not isinstance(value, int):
-        raise HarnessError(f"{path}: line {line}: field '{name}': expected an integer, got {value!r}")
+        raise HarnessError(f"{where}: expected an integer, got {shorten_repr(value)}")
+    if not low <= value <= MAX_DATA_INT:
+        raise HarnessError(f"{where}: expected an integer from {low} to {MAX_DATA_INT}, got {shorten_repr(value)}")
     return value
 
 
 def read_long_csv(responses_path: Path, passages_path: Path) -> list[Position]:
     """``provo_cloze_responses.csv`` (one row per response) with contexts rebuilt from ``provo_passages.csv``."""
-    _, passage_rows = _csv_rows(passages_path.read_text(encoding="utf-8"), passages_path, PASSAGES_COLUMNS)
+    _, passage_rows = _csv_rows(read_utf8(passages_path, "data file"), passages_path, PASSAGES_COLUMNS)
     tokens_by_text: dict[int, list[str]] = {}
     for line, row in passage_rows:
         text_id = _parse_int(row["text_id"], passages_path, line, "text_id")
@@ -224,7 +251,7 @@ def read_long_csv(responses_path: Path, passages_path: Path) -> list[Position]:
             )
         tokens_by_text[text_id] = tokens
 
-    _, rows = _csv_rows(responses_path.read_text(encoding="utf-8"), responses_path, RESPONSES_COLUMNS)
+    _, rows = _csv_rows(read_utf8(responses_path, "data file"), responses_path, RESPONSES_COLUMNS)
     positions: dict[tuple[int, int], Position] = {}
     totals: dict[tuple[int, int], tuple[int, int]] = {}  # key -> (stated total, line it was stated on)
     for line, row in rows:
@@ -236,18 +263,19 @@ def read_long_csv(responses_path: Path, passages_path: Path) -> list[Position]:
             if text_id not in tokens_by_text:
                 raise HarnessError(f"{responses_path}: line {line}: field 'text_id': {text_id} not in {passages_path}")
             context, target = _position_tokens(tokens_by_text[text_id], word_num, responses_path, line, "word_num")
-            pos = positions[key] = Position(text_id, word_num, context, target)
+            where = f"{responses_path}: line {line}"
+            pos = positions[key] = Position(text_id, word_num, context, target, where=where)
         if row["target_word"] != pos.target_raw:
             raise HarnessError(
-                f"{responses_path}: line {line}: field 'target_word': {row['target_word']!r} but word {word_num} of "
-                f"passage {text_id} in {passages_path.name} is {pos.target_raw!r}"
+                f"{responses_path}: line {line}: field 'target_word': {shorten_repr(row['target_word'])} but word "
+                f"{word_num} of passage {text_id} in {passages_path.name} is {shorten_repr(pos.target_raw)}"
             )
         response = row["response"]
-        count = _parse_int(row["response_count"], responses_path, line, "response_count")
+        count = _count(row["response_count"], responses_path, line, "response_count")
         if not _is_missing(response):
             pos.responses[response] = pos.responses.get(response, 0) + count
         if row.get("total_response_count", "").strip():
-            total = _parse_int(row["total_response_count"], responses_path, line, "total_response_count")
+            total = _count(row["total_response_count"], responses_path, line, "total_response_count")
             totals.setdefault(key, (total, line))
     for key, (total, line) in totals.items():
         actual = sum(positions[key].responses.values())

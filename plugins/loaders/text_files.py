@@ -1,5 +1,5 @@
-"""Reading helpers shared by the generation-task loaders: UTF-8 text with line-numbered errors, and JSON Lines
-records keyed by a unique integer ``id``.
+"""Reading helpers shared by the loaders: UTF-8 text with line-numbered errors (``harness.files.read_utf8``, the
+one reader every loader uses), JSON values and JSON Lines records keyed by a unique integer ``id``.
 
 Every error names the file and line, in one line, so a damaged download or a hand-edited copy is found at once.
 """
@@ -11,21 +11,37 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line, shorten_repr
+from harness.files import decode_utf8, read_bytes, read_utf8
 
+__all__ = ["decode_utf8", "file_lines", "json_value", "jsonl_records", "read_bytes", "read_utf8"]
 
-def decode_utf8(data: bytes, path: Path) -> str:
-    """UTF-8 text (a BOM is allowed); an invalid byte is reported with its line number."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise HarnessError(f"{path}: line {line}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+#: The largest number a data file may hold where a count or an id is read (more is a damaged file).
+MAX_DATA_INT = 1_000_000_000
 
 
 def file_lines(path: Path) -> list[str]:
     """The decoded file split at ``\\n`` (a trailing newline gives a last, empty line)."""
-    return decode_utf8(path.read_bytes(), path).split("\n")
+    return read_utf8(path, "data file").split("\n")
+
+
+def json_value(text: str, where: str) -> Any:
+    """``json.loads(text)``; any failure is a ``HarnessError`` starting with ``where`` (``PATH: line N``).
+
+    Besides syntax errors, ``json`` raises a plain ValueError for an integer of more than 4,300 digits and a
+    RecursionError for deep nesting; an escaped NUL (``\\u0000``) is refused too, as a raw NUL byte is.
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise HarnessError(f"{where}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    except ValueError as exc:
+        raise HarnessError(f"{where}: not valid JSON ({one_line(str(exc), 120)})") from None
+    except RecursionError:
+        raise HarnessError(f"{where}: not valid JSON (nested too deeply)") from None
+    if "\\u0000" in text:
+        raise HarnessError(f"{where}: a NUL character (\\u0000) in a string (a damaged file?)")
+    return value
 
 
 def jsonl_records(
@@ -42,10 +58,7 @@ def jsonl_records(
         if not line.strip():
             continue
         where = f"{path}: line {line_no}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise HarnessError(f"{where}: not valid JSON ({exc.msg})") from None
+        record = json_value(line, where)
         if not isinstance(record, dict):
             raise HarnessError(f"{where}: expected a JSON object")
         for name in required:
@@ -56,7 +69,9 @@ def jsonl_records(
             continue
         index = record["id"]
         if isinstance(index, bool) or not isinstance(index, int):
-            raise HarnessError(f"{where}: field 'id': expected an integer, got {index!r}")
+            raise HarnessError(f"{where}: field 'id': expected an integer, got {shorten_repr(index)}")
+        if not 0 <= index <= MAX_DATA_INT:
+            raise HarnessError(f"{where}: field 'id': expected an integer from 0 to {MAX_DATA_INT}, got {index}")
         if index in seen:
             raise HarnessError(f"{where}: field 'id': {index} repeated (first at line {seen[index]})")
         seen[index] = line_no

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import gzip
 import re
+import zlib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from harness.data import LoadedData, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError
+from harness.errors import DataNotFoundError, HarnessError, one_line, shorten_repr
 from harness.instances import GenerationInstance, Instance
 from harness.options import Option, Options, one_of, optional
 from plugins.loaders.option_types import folder
@@ -42,6 +43,8 @@ N_EXTRA = 10  # R1..R10
 BLOCK_TAGS = ("S", "T", *(f"R{k}" for k in range(1, N_EXTRA + 1)))
 TAG_RE = re.compile(r"^(S|T|R(?:[1-9]|10))-(\d+)$")
 JSONL_FIELDS = ("id", "source", "original_reference", "additional_references")
+#: The release decompresses to about 2 MB per pair; far more is not that file (or is a decompression bomb).
+MAX_DECOMPRESSED_BYTES = 256 * 1024 * 1024
 REPO_URL = "https://github.com/facebookresearch/analyzing-uncertainty-nmt"
 
 
@@ -49,7 +52,7 @@ def reference_count(value: Any) -> int:
     """How many of the 11 references to keep: an integer from 1 to 11."""
     n_refs = 1 + N_EXTRA
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= n_refs:
-        raise ValueError(f"expected an integer from 1 to {n_refs}, got {value!r}")
+        raise ValueError(f"expected an integer from 1 to {n_refs}, got {shorten_repr(value)}")
     return value
 
 
@@ -78,21 +81,24 @@ def load_wmt14_multiref(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     """
     pair = options.get("pair")
     if pair not in PAIRS:
-        raise HarnessError(f"{LOADER} data option 'pair': expected one of {', '.join(PAIRS)}, got {pair!r}")
+        raise HarnessError(f"{LOADER} data option 'pair': expected one of {', '.join(PAIRS)}, got {shorten_repr(pair)}")
     fmt = options.get("format", "auto")
     if fmt not in FORMATS:
-        raise HarnessError(f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise HarnessError(
+            f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {shorten_repr(fmt)}"
+        )
     max_refs = options.get("max_references")
     n_refs = 1 + N_EXTRA
     if max_refs is not None and (
         isinstance(max_refs, bool) or not isinstance(max_refs, int) or not 1 <= max_refs <= n_refs
     ):
         raise HarnessError(
-            f"{LOADER} data option 'max_references': expected an integer from 1 to {n_refs}, got {max_refs!r}"
+            f"{LOADER} data option 'max_references': expected an integer from 1 to {n_refs}, "
+            f"got {shorten_repr(max_refs)}"
         )
     sub = options.get("path", DEFAULT_PATH)
     if not isinstance(sub, str) or not sub:
-        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {sub!r}")
+        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {shorten_repr(sub)}")
     root = data_dir / sub
     official = root / "original" / f"wmt14-{pair}.extra_refs.gz"
     derived = root / f"wmt14_{pair}_multiref.jsonl"
@@ -104,12 +110,13 @@ def load_wmt14_multiref(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
         found, path = "jsonl", derived
         records = _read_jsonl(derived)
     else:
-        looked = [str(p) for p, f in ((official, "official"), (derived, "jsonl")) if fmt in ("auto", f)]
+        looked = [
+            str(p.relative_to(root)) for p, f in ((official, "official"), (derived, "jsonl")) if fmt in ("auto", f)
+        ]
         raise DataNotFoundError(
-            f"WMT'14 multi-reference data ({pair}, format {fmt}) not found: looked for {' and '.join(looked)}. "
-            f"Point the harness at a copy with --data-dir DIR or HARNESS_DATA_DIR=DIR, with the files in DIR/{sub}/. "
-            f"The official file is wmt14-{pair}.extra_refs.gz in {REPO_URL} (Ott et al., 2018, CC BY-NC 4.0); "
-            f"put it in DIR/{sub}/original/."
+            f"WMT'14 multi-reference data ({pair}, format {fmt}) not found in {root}/: looked for "
+            f"{' and '.join(looked)}. Use --data-dir DIR or HARNESS_DATA_DIR=DIR (files in DIR/{sub}/); official "
+            f"file: {official.name} of {REPO_URL} (Ott et al., 2018, CC BY-NC 4.0), in DIR/{sub}/original/."
         )
 
     language = PAIRS[pair]
@@ -144,9 +151,11 @@ def _read_official(path: Path) -> list[_Record]:
     against the block's ``S-n``: the file has no other structure, so order is the only evidence of alignment."""
     try:
         with gzip.open(path, "rb") as handle:
-            data = handle.read()
-    except (OSError, EOFError) as exc:  # gzip.BadGzipFile is an OSError; a truncated file raises EOFError
-        raise HarnessError(f"{path}: not a readable gzip file ({exc})") from None
+            data = handle.read(MAX_DECOMPRESSED_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as exc:  # BadGzipFile is an OSError; truncated: EOFError; damaged: zlib
+        raise HarnessError(f"{path}: not a readable gzip file ({one_line(str(exc), 120)})") from None
+    if len(data) > MAX_DECOMPRESSED_BYTES:
+        raise HarnessError(f"{path}: more than {MAX_DECOMPRESSED_BYTES} bytes once decompressed; is it the right file?")
     lines = decode_utf8(data, path).split("\n")
     while lines and not lines[-1].strip():  # the release ends with a newline; tolerate extra blank lines
         lines.pop()
@@ -164,13 +173,15 @@ def _read_official(path: Path) -> list[_Record]:
         match = TAG_RE.match(tag)
         if not tab or match is None:
             shown = f"'{expected_kind}-n'" if expected_kind == "S" else f"'{expected_kind}-{number}'"
-            raise HarnessError(f"{where}: field 'tag': expected {shown} then a tab and the sentence, got {line[:40]!r}")
+            raise HarnessError(
+                f"{where}: field 'tag': expected {shown} then a tab and the sentence, got {shorten_repr(line, 40)}"
+            )
         kind, n = match.group(1), int(match.group(2))
         if expected_kind == "S":
             if kind != "S":
                 raise HarnessError(
                     f"{where}: field 'tag': expected a new source 'S-n' (each source has 12 lines: S-n, T-n, "
-                    f"R1-n … R10-n), got {tag!r}"
+                    f"R1-n … R10-n), got {shorten_repr(tag)}"
                 )
             if n in seen:
                 raise HarnessError(f"{where}: field 'tag': sentence {n} repeated (first at line {seen[n]})")
@@ -179,7 +190,7 @@ def _read_official(path: Path) -> list[_Record]:
         elif kind != expected_kind or n != number:
             raise HarnessError(
                 f"{where}: field 'tag': expected '{expected_kind}-{number}' (each source has 12 lines: S-n, T-n, "
-                f"R1-n … R10-n), got {tag!r}"
+                f"R1-n … R10-n), got {shorten_repr(tag)}"
             )
         text = sentence.strip()
         if not text:
@@ -219,7 +230,7 @@ def _read_jsonl(path: Path) -> list[_Record]:
 
 def _text(value: object, where: str, name: str) -> str:
     if not isinstance(value, str):
-        raise HarnessError(f"{where}: field '{name}': expected a string, got {value!r}")
+        raise HarnessError(f"{where}: field '{name}': expected a string, got {shorten_repr(value)}")
     text = value.strip()
     if not text:
         raise HarnessError(f"{where}: field '{name}': empty sentence")

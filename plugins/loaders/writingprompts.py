@@ -38,7 +38,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
 from harness.data import LoadedData, downloads_allowed, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError
+from harness.errors import DataNotFoundError, HarnessError, shorten_repr
+from harness.files import check_no_nul
 from harness.instances import GenerationInstance, Instance
 from harness.options import Option, Options, one_of, optional
 from plugins.loaders import downloads
@@ -88,18 +89,22 @@ def load_writingprompts(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     """
     split = options.get("split", "test")
     if split not in SPLITS:
-        raise HarnessError(f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {split!r}")
+        raise HarnessError(
+            f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {shorten_repr(split)}"
+        )
     fmt = options.get("format", "auto")
     if fmt not in FORMATS:
-        raise HarnessError(f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {fmt!r}")
+        raise HarnessError(
+            f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {shorten_repr(fmt)}"
+        )
     min_stories = _positive_int(options, "min_stories", DEFAULT_MIN_STORIES) or DEFAULT_MIN_STORIES
     max_stories = _positive_int(options, "max_stories", None)
     sub = options.get("path", DEFAULT_PATH)
     if not isinstance(sub, str) or not sub:
-        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {sub!r}")
+        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {shorten_repr(sub)}")
     file_name = options.get("file", f"writingprompts_{split}.jsonl")
     if not isinstance(file_name, str) or not file_name:
-        raise HarnessError(f"{LOADER} data option 'file': expected a file name, got {file_name!r}")
+        raise HarnessError(f"{LOADER} data option 'file': expected a file name, got {shorten_repr(file_name)}")
     root = data_dir / sub
     folders = [root, root / OFFICIAL_DIR] + ([data_dir / OFFICIAL_DIR] if "path" not in options else [])
     pairs = [(folder / f"{split}.wp_source", folder / f"{split}.wp_target") for folder in folders]
@@ -126,20 +131,25 @@ def load_writingprompts(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
         else:
             download_note = " Downloads are off (HARNESS_OFFLINE is set)."
     if files is None:
-        looked = [f"{s} + {t}" for s, t in pairs] if fmt in ("auto", "official") else []
+        looked = []
+        if fmt in ("auto", "official"):
+            also = f"{OFFICIAL_DIR}/" + (f" and {data_dir / OFFICIAL_DIR}/" if "path" not in options else "")
+            looked.append(f"{split}.wp_source + {split}.wp_target (there and in {also})")
         if fmt in ("auto", "jsonl"):
-            looked.append(str(derived))
+            looked.append(file_name)
         raise DataNotFoundError(
-            f"WritingPrompts {split} data (format {fmt}) not found: looked for {'; '.join(looked)}. "
-            f"The data is not included with the harness: it is the official release writingPrompts.tar.gz "
-            f"(Fan et al., 2018), linked from the fairseq examples/stories README ({README_URL}) and hosted at "
-            f"{RELEASE_URL}. Extract {split}.wp_source and {split}.wp_target into DIR/{sub}/ (or "
-            f"DIR/{sub}/{OFFICIAL_DIR}/) and point the harness at DIR with --data-dir DIR or HARNESS_DATA_DIR=DIR."
-            + download_note
+            f"WritingPrompts {split} data (format {fmt}) not found in {root}/: looked for {' and '.join(looked)}. "
+            f"It is not included: extract {split}.wp_source and .wp_target of {RELEASE_URL} (Fan et al., 2018) "
+            f"into DIR/{sub}/ and use --data-dir DIR or HARNESS_DATA_DIR=DIR." + download_note
         )
 
     prompts = _read_official(files[0], files[1], source_info) if found == "official" else _read_jsonl(files[0])
     kept = [(index, prompt, stories) for index, prompt, stories in prompts if len(stories) >= min_stories]
+    if not kept:
+        raise HarnessError(
+            f"{LOADER}: no prompt has {min_stories} or more distinct stories in {', '.join(map(str, files))} "
+            f"({len(prompts)} prompts; lower the data option min_stories?)"
+        )
     instances: list[Instance] = [
         GenerationInstance(
             id=str(index),
@@ -206,20 +216,37 @@ def _read_official(source_path: Path, target_path: Path, info: dict[str, Any]) -
 
 
 def _text_lines(path: Path) -> Iterator[str]:
-    """The file's lines as ``readlines()`` gives them; a byte that is not UTF-8 is reported with its line."""
-    with path.open(encoding="utf-8") as handle:
-        try:
-            yield from handle
-        except UnicodeDecodeError:
-            pass
-        else:
-            return
-    with path.open("rb") as raw:  # only on error: find the exact line, which text-mode chunking hides
+    """The file's lines as ``readlines()`` gives them, streamed (the train split is large); a byte that is not
+    UTF-8, or a NUL byte, is reported with its line and byte offset (``harness.files.decode_utf8``'s wording)."""
+    try:
+        with path.open(encoding="utf-8") as handle:
+            try:
+                for line in handle:
+                    if "\x00" in line:
+                        break
+                    yield line
+                else:
+                    return
+            except UnicodeDecodeError:
+                pass
+        _raise_at_first_bad_byte(path)
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read the data file ({exc.strerror or type(exc).__name__})") from None
+
+
+def _raise_at_first_bad_byte(path: Path) -> None:
+    """Only on error: find the exact line and byte offset, which text-mode chunking hides."""
+    offset = 0
+    with path.open("rb") as raw:
         for line_no, line in enumerate(raw, start=1):
             try:
                 line.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise HarnessError(f"{path}: line {line_no}: not valid UTF-8 ({exc.reason})") from None
+                raise HarnessError(
+                    f"{path}: line {line_no}: not valid UTF-8 ({exc.reason} at byte offset {offset + exc.start})"
+                ) from None
+            check_no_nul(line, path, line_no, offset)
+            offset += len(line)
     raise HarnessError(f"{path}: not valid UTF-8")
 
 
@@ -229,13 +256,15 @@ def _read_jsonl(path: Path) -> list[_Prompt]:
     for where, record in jsonl_records(path, _text_lines(path), ("id", "prompt", "stories")):
         index = record["id"]
         if not isinstance(record["prompt"], str):
-            raise HarnessError(f"{where}: field 'prompt': expected a string, got {record['prompt']!r:.60}")
+            raise HarnessError(f"{where}: field 'prompt': expected a string, got {shorten_repr(record['prompt'], 60)}")
         stories = record["stories"]
         if not isinstance(stories, list) or not stories:
-            raise HarnessError(f"{where}: field 'stories': expected a non-empty list of strings, got {stories!r:.60}")
+            raise HarnessError(
+                f"{where}: field 'stories': expected a non-empty list of strings, got {shorten_repr(stories, 60)}"
+            )
         for k, story in enumerate(stories):
             if not isinstance(story, str):
-                raise HarnessError(f"{where}: field 'stories[{k}]': expected a string, got {story!r:.60}")
+                raise HarnessError(f"{where}: field 'stories[{k}]': expected a string, got {shorten_repr(story, 60)}")
         prompts.append((index, record["prompt"], list(stories)))
     return prompts
 
@@ -315,5 +344,5 @@ def _positive_int(options: Mapping[str, Any], name: str, default: int | None) ->
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise HarnessError(f"{LOADER} data option '{name}': expected a positive integer, got {value!r}")
+        raise HarnessError(f"{LOADER} data option '{name}': expected a positive integer, got {shorten_repr(value)}")
     return value

@@ -22,7 +22,7 @@ from harness.models import ModelAdapter, ModelSpec
 from harness.options import (
     Option,
     Options,
-    non_negative_float,
+    number_range,
     one_of,
     open_unit_float,
     positive_float,
@@ -127,7 +127,13 @@ MOCK_OPTIONS = Options(
     Option("dim", positive_int, 16, "size of the hashed representation vectors (similarity)"),
     Option("max_words", positive_int, 12, "longest generated text, in words"),
     Option("label_tokens", one_of("words", "chars"), "words", "how next_token candidates count tokens"),
-    Option("latency", non_negative_float, 0.0, "seconds each block of requests takes (a slow model, for lock tests)"),
+    Option(
+        "latency",
+        number_range(0, 3600, as_float=True),
+        0.0,
+        "seconds each block of requests takes (a slow model, for lock tests)",
+        type="float >= 0",
+    ),
 )
 
 _WORD = re.compile(r"[a-z]+")

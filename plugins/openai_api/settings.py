@@ -17,19 +17,22 @@ from urllib.parse import urlparse
 
 import yaml
 
-from harness.errors import ModelLoadError
+from harness.errors import HarnessError, ModelLoadError, shorten, shorten_repr
+from harness.files import read_utf8
 from harness.options import (
     Option,
     Options,
     boolean,
+    int_range,
     non_negative_float,
     non_negative_int,
+    number_range,
     one_of,
     optional,
-    positive_float,
     positive_int,
     text,
 )
+from harness.task_config import load_yaml, yaml_problem
 from plugins.openai_api.cloze import CLOZE_STYLES
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -38,11 +41,23 @@ OPENAI_BASE_URL = "https://api.openai.com/v1"
 SERVERS: tuple[str, ...] = ("auto", "openai", "llama-cpp", "vllm", "other")
 
 
+#: Requests in flight at once, at most (each is a connection; thousands only get the client refused or killed).
+MAX_CONCURRENCY = 1024
+#: The longest wait, in seconds, for one response or between two attempts.
+MAX_WAIT_S = 86_400.0
+
+
 def http_url(value: Any) -> str:
-    """An ``http://`` or ``https://`` URL, without a trailing slash."""
-    url = text(value).rstrip("/")
-    if urlparse(url).scheme not in ("http", "https"):
-        raise ValueError(f"expected an http:// or https:// URL, got {value!r}")
+    """An ``http://`` or ``https://`` URL with a host (and a numeric port, if any), without a trailing slash."""
+    url = text(value).strip().rstrip("/")
+    try:
+        parsed = urlparse(url)
+        ok = parsed.scheme in ("http", "https") and bool(parsed.hostname) and not any(c.isspace() for c in url)
+        parsed.port  # noqa: B018 - raises ValueError for a port that is not a number from 0 to 65535
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"expected an http:// or https:// URL, got {shorten_repr(value)}")
     return url
 
 
@@ -64,18 +79,30 @@ OPTIONS = Options(
         "server family, whose sampling defaults are neutralised (auto: asked from the server)",
         type=" | ".join(SERVERS),
     ),
-    Option("concurrency", positive_int, 8, "requests in flight at once"),
-    Option("timeout", positive_float, 60.0, "seconds to wait for one response"),
+    Option("concurrency", int_range(1, MAX_CONCURRENCY), 8, "requests in flight at once", type="int >= 1"),
+    Option(
+        "timeout",
+        number_range(0, MAX_WAIT_S, low_open=True, as_float=True),
+        60.0,
+        "seconds to wait for one response",
+        "float > 0",
+    ),
     Option("max_attempts", positive_int, 8, "attempts per request before the run stops"),
     Option("retry_budget", non_negative_int, 200, "retries allowed over the whole run", type="int >= 0"),
     Option(
         "backoff",
-        non_negative_float,
+        number_range(0, MAX_WAIT_S, as_float=True),
         0.5,
         "first backoff wait in seconds, doubled per retry up to backoff_max",
         type="float >= 0",
     ),
-    Option("backoff_max", non_negative_float, 30.0, "longest backoff wait in seconds", type="float >= 0"),
+    Option(
+        "backoff_max",
+        number_range(0, MAX_WAIT_S, as_float=True),
+        30.0,
+        "longest backoff wait in seconds",
+        type="float >= 0",
+    ),
     Option(
         "use_n",
         optional(boolean),
@@ -164,20 +191,27 @@ class OpenAISettings:
 def _price_from_table(path: str, model: str) -> tuple[float, float]:
     file = Path(path).expanduser()
     try:
-        table = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ModelLoadError(f"--model-args price_table={path}: cannot read it ({exc})") from None
+        table = load_yaml(read_utf8(file, "price table", 1 << 20))
+    except HarnessError as exc:
+        raise ModelLoadError(f"--model-args price_table={shorten_repr(path)}: cannot read it ({exc})") from None
+    except yaml.YAMLError as exc:
+        raise ModelLoadError(
+            f"--model-args price_table={shorten_repr(path)}: not valid YAML{yaml_problem(exc)}"
+        ) from None
     if not isinstance(table, dict) or model not in table:
-        known = ", ".join(sorted(table)) if isinstance(table, dict) else "none"
+        known = shorten(", ".join(sorted(map(str, table))), 200) if isinstance(table, dict) else "none"
         raise ModelLoadError(f"{file}: no prices for model '{model}' (models in the table: {known})")
     entry = table[model]
     try:
-        return float(entry["input"]), float(entry["output"])
-    except (TypeError, KeyError, ValueError):
+        prices = float(entry["input"]), float(entry["output"])
+    except (TypeError, KeyError, ValueError, OverflowError):
+        prices = (-1.0, -1.0)
+    if not all(0 <= price < float("inf") for price in prices):
         raise ModelLoadError(
-            f"{file}: model '{model}': expected {{input: USD per 1M tokens, output: USD per 1M tokens}}, "
-            f"got {json.dumps(entry, default=str)}"
-        ) from None
+            f"{file}: model '{model}': expected {{input: USD per 1M tokens, output: USD per 1M tokens}} (numbers "
+            f">= 0), got {shorten(json.dumps(entry, default=str), 120)}"
+        )
+    return prices
 
 
 def parse_settings(model: str, args: dict[str, Any]) -> OpenAISettings:
