@@ -378,7 +378,9 @@ def _score_task(
             value = getattr(inst, optional, None)
             if value:
                 sample[optional] = value
-        sample["doc_hash"] = lm_eval_hash(json.dumps(sample["doc"], indent=2, ensure_ascii=False, default=str))
+        # Keys sorted, as the samples file stores the doc: the hash can be checked from the file alone.
+        doc_text = json.dumps(sample["doc"], indent=2, ensure_ascii=False, sort_keys=True, default=str)
+        sample["doc_hash"] = lm_eval_hash(doc_text)
         sample["target_hash"] = lm_eval_hash(str(sample.get("target", "")))
         if record is not None:
             sample["seed"] = record["seed"]
