@@ -15,17 +15,21 @@ harness.options.OptionError: --model-args: unknown option 'm' (accepted: greedy,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, one_line, shorten, shorten_repr
 
 #: The one boolean grammar (case-insensitive): anything else, the empty string included, is an error.
 TRUE_WORDS = ("true", "1", "yes", "on")
 FALSE_WORDS = ("false", "0", "no", "off")
+#: The largest count any option takes (``positive_int``, ``non_negative_int``): samples, bins, splits, batch sizes.
+#: Larger values are typos (``1e20``) that would pass here and crash, or run for ever, much later.
+MAX_COUNT = 1_000_000
 
 
 class OptionError(HarnessError):
@@ -42,32 +46,40 @@ def boolean(value: Any) -> bool:
         return value
     if isinstance(value, (int, np.integer)) and value in (0, 1):
         return bool(value)
-    text = str(value).strip().lower()
+    # Only scalars are read as text: ``str`` of a container could be gigabytes (a YAML alias bomb).
+    text = str(value).strip().lower() if isinstance(value, (str, int, float, np.generic)) else ""
     if text in TRUE_WORDS:
         return True
     if text in FALSE_WORDS:
         return False
-    raise ValueError(f"expected true or false, got {value!r}")
+    raise ValueError(f"expected true or false, got {shorten_repr(value)}")
 
 
 def _number(value: Any, what: str) -> int | float:
+    """A finite number: NaN and infinities are refused everywhere (no option means anything by them)."""
     if isinstance(value, bool):
         raise ValueError(f"expected {what}, got a boolean")
     if isinstance(value, (int, np.integer)):
+        if abs(int(value)) > 10**300:
+            raise ValueError(f"expected {what} (a finite number), got {shorten_repr(value)}")
         return int(value)
     if isinstance(value, (float, np.floating)):
-        return float(value)
-    if isinstance(value, str):
+        got = float(value)
+    elif isinstance(value, str):
         text = value.strip()
         try:
             return int(text)
         except ValueError:
             pass
         try:
-            return float(text)
+            got = float(text)
         except ValueError:
-            raise ValueError(f"expected {what}, got {value!r}") from None
-    raise ValueError(f"expected {what}, got {value!r}")
+            raise ValueError(f"expected {what}, got {shorten_repr(value)}") from None
+    else:
+        raise ValueError(f"expected {what}, got {shorten_repr(value)}")
+    if not math.isfinite(got):
+        raise ValueError(f"expected {what} (a finite number), got {shorten_repr(value)}")
+    return got
 
 
 def integer(value: Any) -> int:
@@ -75,58 +87,104 @@ def integer(value: Any) -> int:
     number = _number(value, "an integer")
     if isinstance(number, float):
         if not number.is_integer():
-            raise ValueError(f"expected an integer, got {value!r}")
+            raise ValueError(f"expected an integer, got {shorten_repr(value)}")
         number = int(number)
     return number
 
 
-def _int_at_least(value: Any, low: int, wanted: str) -> int:
+def _int_between(value: Any, low: int, high: int, wanted: str) -> int:
     try:
         got = integer(value)
     except ValueError:
-        raise ValueError(f"expected {wanted}, got {value!r}") from None
+        raise ValueError(f"expected {wanted}, got {shorten_repr(value)}") from None
     if got < low:
-        raise ValueError(f"expected {wanted}, got {value!r}")
+        raise ValueError(f"expected {wanted}, got {shorten_repr(value)}")
+    if got > high:
+        raise ValueError(f"expected {wanted} <= {high}, got {shorten_repr(value)}")
     return got
 
 
 def positive_int(value: Any) -> int:
-    """An integer >= 1.
+    """An integer from 1 to ``MAX_COUNT``.
 
     >>> positive_int("3"), positive_int(2.0)
     (3, 2)
+    >>> positive_int("1e20")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a positive integer <= 1000000, got '1e20'
     """
-    return _int_at_least(value, 1, "a positive integer")
+    return _int_between(value, 1, MAX_COUNT, "a positive integer")
 
 
 def non_negative_int(value: Any) -> int:
-    """An integer >= 0."""
-    return _int_at_least(value, 0, "an integer >= 0")
+    """An integer from 0 to ``MAX_COUNT``."""
+    return _int_between(value, 0, MAX_COUNT, "an integer >= 0")
+
+
+def int_range(low: int, high: int) -> Callable[[Any], int]:
+    """An integer from ``low`` to ``high`` (both included); ``--options`` shows it as ``low <= int <= high``.
+
+    >>> int_range(1, 20)("21")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a positive integer <= 20, got '21'
+    """
+    wanted = "a positive integer" if low == 1 else "an integer >= 0" if low == 0 else f"an integer >= {low}"
+
+    def convert(value: Any) -> int:
+        return _int_between(value, low, high, wanted)
+
+    convert.type_name = f"{low} <= int <= {high}"  # type: ignore[attr-defined]
+    return convert
+
+
+def number_range(
+    low: float, high: float, *, low_open: bool = False, as_float: bool = False
+) -> Callable[[Any], int | float]:
+    """A finite number from ``low`` to ``high`` (``low`` excluded with ``low_open``); an integer stays an integer
+    unless ``as_float``.
+
+    >>> number_range(0, 3600)("1e9")
+    Traceback (most recent call last):
+    ...
+    ValueError: expected a number from 0 to 3600, got '1e9'
+    """
+    wanted = f"a number {'above' if low_open else 'from'} {low:g} {'and at most' if low_open else 'to'} {high:g}"
+
+    def convert(value: Any) -> int | float:
+        got = _number(value, wanted)
+        if not (low < got if low_open else low <= got) or not got <= high:
+            raise ValueError(f"expected {wanted}, got {shorten_repr(value)}")
+        return float(got) if as_float else got
+
+    convert.type_name = f"{low:g} {'<' if low_open else '<='} number <= {high:g}"  # type: ignore[attr-defined]
+    return convert
 
 
 def non_negative_float(value: Any) -> float:
-    """A number >= 0, as a float."""
+    """A finite number >= 0, as a float."""
     got = float(_number(value, "a number >= 0"))
     if not got >= 0:
-        raise ValueError(f"expected a number >= 0, got {value!r}")
+        raise ValueError(f"expected a number >= 0, got {shorten_repr(value)}")
     return got
 
 
 def number(value: Any) -> int | float:
-    """A number; an integer stays an integer (so a recorded configuration shows what the user wrote)."""
+    """A finite number; an integer stays an integer (so a recorded configuration shows what the user wrote)."""
     return _number(value, "a number")
 
 
 def positive_number(value: Any) -> int | float:
-    """A number > 0 (an integer stays an integer)."""
+    """A finite number > 0 (an integer stays an integer)."""
     got = _number(value, "a positive number")
     if not got > 0:
-        raise ValueError(f"expected a positive number, got {value!r}")
+        raise ValueError(f"expected a positive number, got {shorten_repr(value)}")
     return got
 
 
 def positive_float(value: Any) -> float:
-    """A number > 0, as a float."""
+    """A finite number > 0, as a float."""
     return float(positive_number(value))
 
 
@@ -134,14 +192,14 @@ def open_unit_float(value: Any) -> float:
     """A float strictly between 0 and 1 (a confidence level)."""
     got = float(_number(value, "a number in (0, 1)"))
     if not 0.0 < got < 1.0:
-        raise ValueError(f"expected a number in (0, 1), got {value!r}")
+        raise ValueError(f"expected a number in (0, 1), got {shorten_repr(value)}")
     return got
 
 
 def text(value: Any) -> str:
     """Any string (the empty one included)."""
     if not isinstance(value, str):
-        raise ValueError(f"expected a string, got {value!r} ({type(value).__name__})")
+        raise ValueError(f"expected a string, got {shorten_repr(value)} ({type(value).__name__})")
     return value
 
 
@@ -165,7 +223,7 @@ def one_of(*choices: Any) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         if value in choices and not isinstance(value, bool):
             return value
-        raise ValueError(f"expected one of {', '.join(repr(c) for c in choices)}, got {value!r}")
+        raise ValueError(f"expected one of {', '.join(repr(c) for c in choices)}, got {shorten_repr(value)}")
 
     check.type_name = " | ".join(str(c) for c in choices)  # type: ignore[attr-defined]
     return check
@@ -204,8 +262,8 @@ class Option:
     def check(self, value: Any, where: str, noun: str = "option") -> Any:
         try:
             return self.convert(value)
-        except (ValueError, TypeError) as exc:
-            raise OptionError(f"{where}: {noun} '{self.name}': {exc}") from None
+        except (ValueError, TypeError, ArithmeticError) as exc:
+            raise OptionError(f"{where}: {noun} '{self.name}': {one_line(str(exc), 300)}") from None
 
 
 class Options:
@@ -246,7 +304,7 @@ class Options:
         unknown = sorted(str(key) for key in given if key not in self.by_name)
         if unknown:
             accepted = ", ".join(sorted(self.by_name)) or "none"
-            raise OptionError(f"{where}: unknown {noun} '{unknown[0]}' (accepted: {accepted})")
+            raise OptionError(f"{where}: unknown {noun} '{shorten(unknown[0], 60)}' (accepted: {accepted})")
         out: dict[str, Any] = {}
         for name, option in self.by_name.items():
             if name in given:
@@ -282,7 +340,10 @@ def parse_key_values(text: str | None, where: str) -> dict[str, str]:
         if not item.strip():
             continue
         key, eq, value = item.partition("=")
-        if not eq or not key.strip():
-            raise OptionError(f"{where}: expected key=value, got '{item}'")
-        out[key.strip()] = value.strip()
+        key = key.strip()
+        if not eq or not key:
+            raise OptionError(f"{where}: expected key=value, got '{shorten(item.strip(), 60)}'")
+        if key in out:
+            raise OptionError(f"{where}: '{shorten(key, 60)}' is given twice")
+        out[key] = value.strip()
     return out

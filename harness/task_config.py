@@ -1,7 +1,9 @@
 """The task YAML schema: parsing, validation and ``--task-args`` overrides.
 
-Task files are data. They are read with ``yaml.safe_load`` (no tags, no code) and validated in full before any
-data or model is loaded; every error names the file, the field and what was expected.
+Task files are data. They are read with a bounded ``yaml.SafeLoader`` (no tags, no code; no aliases, no duplicate
+keys, at most ``MAX_YAML_DEPTH`` levels of nesting, at most ``MAX_TASK_FILE_BYTES`` bytes of UTF-8) and validated in
+full before any data or model is loaded; every error names the file, the field and what was expected, and echoes a
+value in at most about 80 characters.
 
 A task file::
 
@@ -27,13 +29,24 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError
 
-from harness.errors import TaskConfigError
+from harness.errors import HarnessError, TaskConfigError, one_line, shorten, shorten_repr
+from harness.files import decode_utf8, read_bytes
 from harness.options import OptionError, Options
 
 TASK_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 TOP_LEVEL_FIELDS = ("task", "version", "description", "loader", "data", "request", "params", "scorers", "tags")
 REQUIRED_FIELDS = ("task", "version", "loader", "request", "scorers")
+#: A task file is a few kilobytes; anything near this is the wrong file.
+MAX_TASK_FILE_BYTES = 1 << 20
+#: Levels of nesting a YAML document may have (task files use three or four).
+MAX_YAML_DEPTH = 64
+#: The largest ``version`` a task file may declare.
+MAX_VERSION = 1_000_000
+#: The longest loader or scorer name (registered names are short words; a longer one is a pasted mistake).
+MAX_NAME = 100
 
 
 @dataclass(frozen=True)
@@ -77,21 +90,116 @@ def _type_name(value: Any) -> str:
 
 
 def _got(value: Any) -> str:
-    return f"got {value!r} ({_type_name(value)})"
+    return f"got {shorten_repr(value)} ({_type_name(value)})"
+
+
+def _field(key: object) -> str:
+    """A key of the user's as a field name in a message (a key can be anything YAML allows, of any length)."""
+    return shorten(key if isinstance(key, str) else shorten_repr(key), 60)
+
+
+class BoundedYamlLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` for files people write by hand, bounded so that a small file stays small.
+
+    Refused, each as a ``yaml.YAMLError`` with the line and column: aliases (``*name``; an alias bomb turns 500 bytes
+    into gigabytes, and a task file never needs one), nesting deeper than ``MAX_YAML_DEPTH`` (which would otherwise
+    end in a RecursionError), and a key given twice in one mapping (which YAML would let the second silently win).
+    """
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise ComposerError(
+                None,
+                None,
+                f"alias *{shorten(event.anchor, 40)} is not allowed here (write the value out instead)",
+                event.start_mark,
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise ComposerError(
+                    None, None, f"nested more than {MAX_YAML_DEPTH} levels deep", self.peek_event().start_mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node)
+                line = key_node.start_mark.line + 1
+                try:
+                    seen = first_line.get(key)
+                except TypeError:  # unhashable: the base class reports it
+                    continue
+                if seen is not None:
+                    raise ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {shorten_repr(key, 60)} (lines {seen} and {line}; give each key once)",
+                        key_node.start_mark,
+                    )
+                first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: Any) -> Any:
+        try:
+            return super().construct_yaml_int(node)
+        except ValueError:  # Python refuses to read integers of more than 4,300 digits
+            raise ConstructorError(
+                None, None, f"an integer of {len(node.value)} characters is too long", node.start_mark
+            ) from None
+
+
+BoundedYamlLoader.add_constructor("tag:yaml.org,2002:int", BoundedYamlLoader.construct_yaml_int)
+
+
+def load_yaml(text: str) -> Any:
+    """One YAML document read with ``BoundedYamlLoader``; raises ``yaml.YAMLError``."""
+    try:
+        return yaml.load(text, Loader=BoundedYamlLoader)
+    except RecursionError:
+        raise yaml.YAMLError(f"nested more than {MAX_YAML_DEPTH} levels deep") from None
+    except (ValueError, OverflowError) as exc:  # a constructor's own error, without a line: still one line
+        raise yaml.YAMLError(one_line(str(exc), 200)) from None
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """Where and what a YAML error is, in one line: ``at line 3, column 5: found duplicate key ...``."""
+    mark = getattr(exc, "problem_mark", None)
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+    problem = getattr(exc, "problem", None) or (str(exc).splitlines() or ["not valid YAML"])[0]
+    context = getattr(exc, "context", None)
+    if context and getattr(exc, "problem", None):
+        problem = f"{context}, {problem}"
+    return f"{where}: {one_line(problem, 200)}"
 
 
 def read_yaml(path: Path) -> Any:
+    """The parsed task file; every failure is a ``TaskConfigError`` naming the file (and line, or byte offset)."""
+    file = str(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TaskConfigError(str(path), "<file>", f"a readable task file ({exc.strerror})") from exc
+        text = decode_utf8(read_bytes(path, "task file", MAX_TASK_FILE_BYTES), path)
+    except HarnessError as exc:
+        raise TaskConfigError(file, "<file>", str(exc).removeprefix(f"{file}: ")) from None
+    if not text.strip():
+        raise TaskConfigError(file, "<document>", "a mapping of task fields, got an empty file")
     try:
-        return yaml.safe_load(text)
+        parsed = load_yaml(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise TaskConfigError(str(path), "<document>", f"valid YAML (safe subset){where}: {problem}") from exc
+        raise TaskConfigError(file, "<document>", f"valid YAML (safe subset){yaml_problem(exc)}") from None
+    if parsed is None:
+        raise TaskConfigError(file, "<document>", "a mapping of task fields, got an empty document")
+    return parsed
 
 
 def read_task_name(path: Path) -> str:
@@ -110,12 +218,15 @@ def parse_task_args(text: str | None) -> dict[str, Any]:
         if not item.strip():
             continue
         key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise TaskConfigError("--task-args", item, "key=value")
+        key = key.strip()
+        if not sep or not key:
+            raise TaskConfigError("--task-args", _field(item.strip()), "key=value")
+        if key in overrides:
+            raise TaskConfigError("--task-args", _field(key), "each key once (it is given twice)")
         try:
-            overrides[key.strip()] = yaml.safe_load(value.strip()) if value.strip() else ""
+            overrides[key] = load_yaml(value.strip()) if value.strip() else ""
         except yaml.YAMLError:
-            overrides[key.strip()] = value.strip()
+            overrides[key] = value.strip()
     return overrides
 
 
@@ -126,15 +237,26 @@ def apply_overrides(raw: dict[str, Any], overrides: Mapping[str, Any], file: str
         if "." in key:
             scorer_name, _, arg = key.partition(".")
             entries = raw.get("scorers") or []
+            if not isinstance(entries, list):
+                raise TaskConfigError(
+                    file, "scorers", f"a non-empty list of scorer names or {{name, args}}, {_got(entries)}"
+                )
             for i, entry in enumerate(entries):
                 name = entry if isinstance(entry, str) else entry.get("name") if isinstance(entry, dict) else None
                 if name == scorer_name:
                     if isinstance(entry, str):
                         entry = entries[i] = {"name": entry, "args": {}}
-                    entry.setdefault("args", {})[arg] = value
+                    if entry.get("args") is None:
+                        entry["args"] = {}
+                    if not isinstance(entry["args"], dict):
+                        raise TaskConfigError(file, f"scorers[{i}].args", f"a mapping, {_got(entry['args'])}")
+                    entry["args"][arg] = value
                     break
             else:
-                raise TaskConfigError("--task-args", key, f"a scorer listed in {file} (scorers: {entries})")
+                names = [e if isinstance(e, str) else e.get("name") if isinstance(e, dict) else e for e in entries]
+                raise TaskConfigError(
+                    "--task-args", _field(key), f"a scorer listed in {file} (scorers: {shorten_repr(names, 200)})"
+                )
         else:
             params = raw.get("params")
             if params is None:
@@ -151,7 +273,7 @@ def validate(raw: Any, file: str) -> TaskConfig:
         raise TaskConfigError(file, "<document>", f"a mapping of task fields, {_got(raw)}")
     for key in raw:
         if key not in TOP_LEVEL_FIELDS:
-            raise TaskConfigError(file, str(key), f"no such field; allowed fields are {', '.join(TOP_LEVEL_FIELDS)}")
+            raise TaskConfigError(file, _field(key), f"no such field; allowed fields are {', '.join(TOP_LEVEL_FIELDS)}")
     for key in REQUIRED_FIELDS:
         if key not in raw:
             raise TaskConfigError(file, key, "a value (this field is required)")
@@ -160,15 +282,20 @@ def validate(raw: Any, file: str) -> TaskConfig:
     if not isinstance(task, str) or not TASK_NAME_RE.match(task):
         raise TaskConfigError(file, "task", f"a lower-case name matching {TASK_NAME_RE.pattern}, {_got(task)}")
     version = raw["version"]
-    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
-        raise TaskConfigError(file, "version", f"a non-negative integer, {_got(version)}")
+    if not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= MAX_VERSION:
+        raise TaskConfigError(file, "version", f"a non-negative integer (at most {MAX_VERSION}), {_got(version)}")
     for key in ("loader", "description"):
         if key in raw and not isinstance(raw[key], str):
             raise TaskConfigError(file, key, f"a string, {_got(raw[key])}")
-    data = raw.get("data") or {}
+    if len(raw["loader"]) > MAX_NAME:
+        raise TaskConfigError(file, "loader", f"a loader name (at most {MAX_NAME} characters), {_got(raw['loader'])}")
+    data = {} if raw.get("data") is None else raw["data"]
     if not isinstance(data, dict):
         raise TaskConfigError(file, "data", f"a mapping of loader options, {_got(data)}")
-    tags = raw.get("tags") or []
+    for key in data:
+        if not isinstance(key, str):
+            raise TaskConfigError(file, f"data.{_field(key)}", "an option name (a string)")
+    tags = [] if raw.get("tags") is None else raw["tags"]
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
         raise TaskConfigError(file, "tags", f"a list of strings, {_got(tags)}")
 
@@ -177,9 +304,18 @@ def validate(raw: Any, file: str) -> TaskConfig:
     registry = get_registry()
     request = raw["request"]
     task_kinds = registry.task_kinds()
-    if request not in task_kinds:
+    if not isinstance(request, str) or request not in task_kinds:
         raise TaskConfigError(file, "request", f"one of {', '.join(task_kinds)}, {_got(request)}")
-    params = _validate_params(raw.get("params") or {}, registry.kind(request).params, file)
+    loader = registry.loaders.get(raw["loader"])
+    declared = getattr(loader.obj, "options", None) if loader is not None else None
+    if isinstance(declared, Options):
+        # The loader checks its options again when it runs; checking them here lets ``harness validate`` and a
+        # run report a misspelt data option before anything is loaded.
+        try:
+            declared.parse(data, f"loader '{raw['loader']}'")
+        except OptionError as exc:
+            raise TaskConfigError(file, "data", str(exc)) from None
+    params = _validate_params({} if raw.get("params") is None else raw["params"], registry.kind(request).params, file)
     scorers = _validate_scorers(raw["scorers"], file)
     return TaskConfig(
         task=task,
@@ -201,7 +337,9 @@ def _validate_params(params: Any, options: Options, file: str) -> dict[str, Any]
         raise TaskConfigError(file, "params", f"a mapping of request parameters, {_got(params)}")
     for key in params:
         if key not in options:
-            raise TaskConfigError(file, f"params.{key}", f"no such parameter; known: {', '.join(options.names())}")
+            raise TaskConfigError(
+                file, f"params.{_field(key)}", f"no such parameter; known: {', '.join(options.names())}"
+            )
     out: dict[str, Any] = {}
     for option in options:
         if option.name not in params:
@@ -212,7 +350,7 @@ def _validate_params(params: Any, options: Options, file: str) -> dict[str, Any]
         except OptionError as exc:
             detail = str(exc).split(f"option '{option.name}': ", 1)[-1].removeprefix("expected ")
             value = params[option.name]
-            if detail.endswith(f"got {value!r}"):
+            if detail.endswith(f"got {shorten_repr(value)}"):
                 detail += f" ({type(value).__name__})"
             raise TaskConfigError(file, f"params.{option.name}", detail) from None
     return dict(sorted(out.items()))
@@ -229,17 +367,25 @@ def _validate_scorers(entries: Any, file: str) -> tuple[ScorerSpec, ...]:
             continue
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise TaskConfigError(file, where, f"a scorer name or a mapping with 'name', {_got(entry)}")
-        extra = set(entry) - {"name", "args"}
+        extra = sorted(_field(key) for key in set(entry) - {"name", "args"})
         if extra:
-            raise TaskConfigError(file, f"{where}.{sorted(extra)[0]}", "no such field; a scorer takes name and args")
-        args = entry.get("args") or {}
+            raise TaskConfigError(file, f"{where}.{extra[0]}", "no such field; a scorer takes name and args")
+        args = {} if entry.get("args") is None else entry["args"]
         if not isinstance(args, dict):
             raise TaskConfigError(file, f"{where}.args", f"a mapping, {_got(args)}")
+        for key in args:
+            if not isinstance(key, str):
+                raise TaskConfigError(file, f"{where}.args.{_field(key)}", "an argument name (a string)")
         specs.append(ScorerSpec(entry["name"], dict(args)))
+    for i, spec in enumerate(specs):
+        if len(spec.name) > MAX_NAME:
+            raise TaskConfigError(
+                file, f"scorers[{i}]", f"a scorer name (at most {MAX_NAME} characters), {_got(spec.name)}"
+            )
     names = [s.name for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        raise TaskConfigError(file, "scorers", f"each scorer at most once, '{dupes[0]}' is listed twice")
+        raise TaskConfigError(file, "scorers", f"each scorer at most once, '{_field(dupes[0])}' is listed twice")
     return tuple(specs)
 
 
