@@ -167,10 +167,10 @@ def cmd_export(args: argparse.Namespace) -> int:
     by_file: dict[Path, list[TaskSource]] = {}
     for source in sources:
         by_file.setdefault(source.results_path, []).append(source)
+    ensure_output_dir(Path(args.output), "--output")
     for group in by_file.values():
         results = group[0].results
         samples = {s.task: read_samples(s) for s in group}
-        ensure_output_dir(Path(args.output), "--output")
         try:
             written += export_run(results, samples, args.format, Path(args.output))
         except WriteError as exc:

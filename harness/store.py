@@ -49,8 +49,14 @@ class Scan:
     record_lines: dict[str, int] = field(default_factory=dict)
     rejected: list[dict[str, Any]] = field(default_factory=list)
     duplicates: int = 0
-    partial_tail: bool = False
+    #: Bytes up to the last newline, and in all: more in all means a partial last line (a write cut short).
+    complete_bytes: int = 0
+    total_bytes: int = 0
     problems: list[Problem] = field(default_factory=list)
+
+    @property
+    def partial_tail(self) -> bool:
+        return self.complete_bytes < self.total_bytes
 
     def fail(self, line: int, message: str, repair: str | None) -> None:
         self.problems.append(Problem(line, message, repair))
@@ -60,10 +66,8 @@ def scan(path: Path) -> Scan:
     """Read a store file completely, collecting every problem instead of stopping at the first."""
     result = Scan(path)
     raw = read_bytes(path)
-    complete_end = raw.rfind(b"\n") + 1
-    if complete_end < len(raw):
-        result.partial_tail = True
-    text = decode_utf8(raw[:complete_end], path)
+    result.complete_bytes, result.total_bytes = raw.rfind(b"\n") + 1, len(raw)
+    text = decode_utf8(raw[: result.complete_bytes], path)
     for line_no, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -195,7 +199,7 @@ class ResponseStore:
             # Every record is written with its newline in one write: an unterminated tail is the fragment of a
             # write cut short by a kill. Drop it; that instance is simply asked again (sampling is seeded).
             with self.path.open("r+b") as f:
-                f.truncate(_complete_length(self.path))
+                f.truncate(result.complete_bytes)
         self.records = result.records
         self.model_info = result.model_info
 
@@ -232,8 +236,3 @@ class ResponseStore:
             record["request"] = request
         self._write_line(record)
         self.records[instance_id] = record
-
-
-def _complete_length(path: Path) -> int:
-    raw = read_bytes(path)
-    return raw.rfind(b"\n") + 1

@@ -26,7 +26,7 @@ import tests.malformed  # noqa: E402
 from harness.cli import main  # noqa: E402
 from tests.helpers import shared_data_dir  # noqa: E402
 from tests.malformed.case import Case  # noqa: E402
-from tests.test_malformed import CASES, MAX_LINE, _snapshot  # noqa: E402
+from tests.test_malformed import CASES, MAX_LINE  # noqa: E402
 
 
 def _module_of_cases() -> dict[str, str]:
@@ -41,16 +41,11 @@ def _module_of_cases() -> dict[str, str]:
 def classify(case: Case) -> str:
     tmp = Path(tempfile.mkdtemp())
     try:
-        for relative, content in case.files.items():
-            path = tmp / relative
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(content.encode() if isinstance(content, str) else content)
-        if case.prepare is not None:
-            case.prepare(tmp)
+        case.set_up(tmp)
     except Exception:
         return "setup failed (the case needs files the checkout does not write)"
-    protected = _snapshot(tmp, case.protect)
-    argv = [a.replace("{tmp}", str(tmp)).replace("{data}", str(shared_data_dir())) for a in case.argv]
+    protected = case.protected(tmp)
+    argv = case.arguments(tmp, shared_data_dir())
     err = io.StringIO()
     cwd = os.getcwd()
     os.chdir(tmp)
@@ -75,7 +70,7 @@ def classify(case: Case) -> str:
         return "line too long"
     if case.expect not in line:
         return "culprit not named"
-    if _snapshot(tmp, case.protect) != protected:
+    if case.protected(tmp) != protected:
         return "damaged outputs"
     return "ok"
 

@@ -39,21 +39,12 @@ def test_case_ids_are_unique() -> None:
     assert len(ids) == len(set(ids)), sorted({i for i in ids if ids.count(i) > 1})
 
 
-def _snapshot(root: Path, globs: tuple[str, ...]) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for g in globs for p in sorted(root.glob(g)) if p.is_file()}
-
-
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
 def test_malformed_input_is_one_line(case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for relative, content in case.files.items():
-        path = tmp_path / relative
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(content.encode() if isinstance(content, str) else content)
-    if case.prepare is not None:
-        case.prepare(tmp_path)
-    protected = _snapshot(tmp_path, case.protect)
+    case.set_up(tmp_path)
+    protected = case.protected(tmp_path)
     assert not case.protect or protected, f"{case.id}: protect {case.protect} matches no file"
-    argv = [arg.replace("{tmp}", str(tmp_path)).replace("{data}", str(shared_data_dir())) for arg in case.argv]
+    argv = case.arguments(tmp_path, shared_data_dir())
     monkeypatch.chdir(tmp_path)  # a case that forgets --output-dir writes nothing into the checkout
     for name in ("HARNESS_OFFLINE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HARNESS_NO_PROGRESS"):
         monkeypatch.setenv(name, "1")  # no case may reach the network or draw a progress bar
@@ -66,4 +57,4 @@ def test_malformed_input_is_one_line(case: Case, tmp_path: Path, monkeypatch: py
     assert stderr.startswith("error: ") and "\n" not in stderr, f"not one 'error: ' line: {stderr[-1000:]!r}"
     assert len(stderr) <= MAX_LINE, f"{len(stderr)} characters: {stderr[:300]}..."
     assert case.expect in stderr, f"{case.expect!r} not in {stderr!r}"
-    assert _snapshot(tmp_path, case.protect) == protected, "a protected file changed"
+    assert case.protected(tmp_path) == protected, "a protected file changed"

@@ -10,7 +10,7 @@ from typing import Any
 from harness.errors import HarnessError, shorten_repr
 from plugins.loaders.pragmatics_items import Item, check_one_correct
 from plugins.loaders.pragmatics_release import N_OPTIONS, PHENOMENA
-from plugins.loaders.text_files import file_lines, jsonl_records
+from plugins.loaders.text_files import file_lines, json_int, jsonl_records
 
 
 def read_jsonl(path: Path, phenomena: tuple[str, ...]) -> list[Item]:
@@ -25,7 +25,7 @@ def read_jsonl(path: Path, phenomena: tuple[str, ...]) -> list[Item]:
         phenomenon = record["phenomenon"]
         if phenomenon not in PHENOMENA:
             raise HarnessError(f"{where}: field 'phenomenon': unknown phenomenon {shorten_repr(phenomenon)}")
-        item_id = _json_int(record["item_id"], where, "item_id")
+        item_id = json_int(record["item_id"], where, "item_id")
         if (phenomenon, item_id) in seen:
             first = seen[(phenomenon, item_id)].rsplit(" ", 1)[-1]
             raise HarnessError(f"{where}: {phenomenon} item {item_id} repeated (first at line {first})")
@@ -61,16 +61,16 @@ def _jsonl_item(record: dict[str, Any], line: str) -> Item:
         for name, values in columns.items():
             value = option.get(name)
             if name == "human_count":
-                values.append(_json_int(value, where, f"options[{k}].human_count"))
+                values.append(json_int(value, where, f"options[{k}].human_count"))
             elif isinstance(value, str) and value.strip():
                 values.append(value.strip())
             else:
                 raise HarnessError(f"{where}: field 'options[{k}].{name}': expected a non-empty string")
     check_one_correct(columns["label_simple"], where)
-    target = _json_int(record["target_option_num"], where, "target_option_num")
+    target = json_int(record["target_option_num"], where, "target_option_num")
     if not 1 <= target <= n_options or columns["label_simple"][target - 1] != "Correct":
         raise HarnessError(f"{where}: field 'target_option_num': {target} is not the Correct option")
-    human_n = _json_int(record["human_n"], where, "human_n")
+    human_n = json_int(record["human_n"], where, "human_n")
     if human_n != sum(columns["human_count"]):
         raise HarnessError(f"{where}: field 'human_n': {human_n}, but the counts sum to {sum(columns['human_count'])}")
     return Item(
@@ -86,9 +86,3 @@ def _jsonl_item(record: dict[str, Any], line: str) -> Item:
         maxim=strings["maxim"].strip() if "maxim" in strings else None,
         counts_from=line,
     )
-
-
-def _json_int(value: object, where: str, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise HarnessError(f"{where}: field '{name}': expected an integer, got {shorten_repr(value)}")
-    return value

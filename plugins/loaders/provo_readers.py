@@ -18,7 +18,7 @@ from typing import Any
 from harness.errors import HarnessError, one_line, shorten, shorten_repr
 from harness.files import check_no_nul, read_bytes, read_utf8
 from harness.text import normalise_word
-from plugins.loaders.text_files import MAX_DATA_INT, file_lines, json_value
+from plugins.loaders.text_files import MAX_DATA_INT, file_lines, json_int, jsonl_records
 
 OFFICIAL_COLUMNS = ("Text_ID", "Text", "Word_Number", "Response", "Response_Count")
 RESPONSES_COLUMNS = ("text_id", "word_num", "target_word", "response", "response_count")
@@ -190,18 +190,9 @@ def read_official(path: Path, source: dict[str, Any]) -> list[Position]:
 def read_positions_jsonl(path: Path) -> list[Position]:
     """``provo_positions.jsonl``: one JSON object per position with its context and response counts."""
     positions: dict[tuple[int, int], Position] = {}
-    for line_no, line in enumerate(file_lines(path), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {line_no}"
-        record = json_value(line, where)
-        if not isinstance(record, dict):
-            raise HarnessError(f"{where}: expected a JSON object")
-        for name in POSITIONS_FIELDS:
-            if name not in record:
-                raise HarnessError(f"{where}: field '{name}': missing")
-        text_id = _json_int(record["text_id"], path, line_no, "text_id")
-        word_num = _json_int(record["word_num"], path, line_no, "word_num")
+    for where, record in jsonl_records(path, file_lines(path), POSITIONS_FIELDS, unique_id=False):
+        text_id = json_int(record["text_id"], where, "text_id", low=1)
+        word_num = json_int(record["word_num"], where, "word_num", low=1)
         for name in ("context", "target_word"):
             if not isinstance(record[name], str):
                 raise HarnessError(f"{where}: field '{name}': expected a string")
@@ -210,11 +201,11 @@ def read_positions_jsonl(path: Path) -> list[Position]:
             raise HarnessError(f"{where}: field 'human_responses': expected an object")
         bucket: dict[str, int] = {}
         for response, count in human.items():
-            n = _json_int(count, path, line_no, f"human_responses.{shorten(response, 40)}", low=0)
+            n = json_int(count, where, f"human_responses.{shorten(response, 40)}", low=0)
             if not _is_missing(response):
                 bucket[response] = bucket.get(response, 0) + n
         if "total_response_count" in record:
-            total = _json_int(record["total_response_count"], path, line_no, "total_response_count", low=0)
+            total = json_int(record["total_response_count"], where, "total_response_count", low=0)
             if total != sum(bucket.values()):
                 raise HarnessError(
                     f"{where}: field 'total_response_count': {total} is not the sum of "
@@ -225,16 +216,6 @@ def read_positions_jsonl(path: Path) -> list[Position]:
             raise HarnessError(f"{where}: field 'word_num': position {text_id}-{word_num} repeated")
         positions[key] = Position(text_id, word_num, record["context"], record["target_word"], bucket, where=where)
     return list(positions.values())
-
-
-def _json_int(value: object, path: Path, line: int, name: str, low: int = 1) -> int:
-    """An integer of a JSON record, from ``low`` to ``MAX_DATA_INT``."""
-    where = f"{path}: line {line}: field '{name}'"
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise HarnessError(f"{where}: expected an integer, got {shorten_repr(value)}")
-    if not low <= value <= MAX_DATA_INT:
-        raise HarnessError(f"{where}: expected an integer from {low} to {MAX_DATA_INT}, got {shorten_repr(value)}")
-    return value
 
 
 def read_long_csv(responses_path: Path, passages_path: Path) -> list[Position]:

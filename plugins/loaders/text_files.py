@@ -67,12 +67,20 @@ def jsonl_records(
         if not unique_id:
             yield where, record
             continue
-        index = record["id"]
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise HarnessError(f"{where}: field 'id': expected an integer, got {shorten_repr(index)}")
-        if not 0 <= index <= MAX_DATA_INT:
-            raise HarnessError(f"{where}: field 'id': expected an integer from 0 to {MAX_DATA_INT}, got {index}")
+        index = json_int(record["id"], where, "id", low=0)
         if index in seen:
             raise HarnessError(f"{where}: field 'id': {index} repeated (first at line {seen[index]})")
         seen[index] = line_no
         yield where, record
+
+
+def json_int(value: object, where: str, name: str, low: int | None = None) -> int:
+    """An integer field of a JSON record (not a boolean); with ``low``, from ``low`` to ``MAX_DATA_INT``.
+    ``where`` is ``"PATH: line N"``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise HarnessError(f"{where}: field '{name}': expected an integer, got {shorten_repr(value)}")
+    if low is not None and not low <= value <= MAX_DATA_INT:
+        raise HarnessError(
+            f"{where}: field '{name}': expected an integer from {low} to {MAX_DATA_INT}, got {shorten_repr(value)}"
+        )
+    return value

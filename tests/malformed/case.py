@@ -31,6 +31,25 @@ class Case:
     prepare: Callable[[Path], None] | None = None
     protect: tuple[str, ...] = ()
 
+    def set_up(self, tmp: Path) -> None:
+        """Write the case's ``files`` under ``tmp``, then run its ``prepare``."""
+        for relative, content in self.files.items():
+            path = tmp / relative
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content.encode() if isinstance(content, str) else content)
+        if self.prepare is not None:
+            self.prepare(tmp)
+
+    def arguments(self, tmp: Path, data: Path) -> list[str]:
+        """``argv`` with ``{tmp}`` and ``{data}`` filled in."""
+        return [arg.replace("{tmp}", str(tmp)).replace("{data}", str(data)) for arg in self.argv]
+
+    def protected(self, tmp: Path) -> dict[str, bytes]:
+        """The bytes of every file under ``tmp`` that ``protect`` matches, by relative path."""
+        return {
+            str(p.relative_to(tmp)): p.read_bytes() for g in self.protect for p in sorted(tmp.glob(g)) if p.is_file()
+        }
+
 
 def copy_fixture(name: str, to: str = "data") -> Callable[[Path], None]:
     """A ``prepare`` that copies ``tests/fixtures/<name>/`` into ``{tmp}/<to>/``."""
