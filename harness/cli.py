@@ -15,27 +15,20 @@ from typing import NoReturn
 
 from harness import __version__
 from harness.errors import HarnessError, TaskConfigError, one_line
+from harness.executors import EXECUTORS, ExecutorOptions
 from harness.files import WriteError, ensure_output_dir
 from harness.importing import import_options
 from harness.locking import OutputLock
-from harness.models import ModelSpec
-from harness.options import Options, parse_key_values
+from harness.options import Options
 from harness.plugins import get_registry
 from harness.rescoring import rescore
 from harness.results import format_table
 from harness.run_dir import MERGED, TaskSource, latest_invocation, read_samples, task_sources
 from harness.runner import RunOptions, run, run_slug
 from harness.store import repair, scan
+from harness.sweep import pair_model_args, parse_model, read_plan, run_all
 from harness.task_config import load_task_file, parse_task_args
 from harness.task_loading import check_against_registry
-
-
-def parse_model(text: str, model_args: str | None, device: str, batch_size: str) -> ModelSpec:
-    kind, sep, name = text.partition(":")
-    if not sep or not kind or not name:
-        raise HarnessError(f"--model: expected KIND:NAME (e.g. hf:smollm2-135m), got '{text}'")
-    args = parse_key_values(model_args, "--model-args")
-    return ModelSpec(kind=kind, name=name, args=args, device=device, batch_size=batch_size)
 
 
 def _batch_size(text: str) -> str:
@@ -62,13 +55,21 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="evaluate a model (or only the human reference) on tasks")
     p.add_argument("--tasks", required=True, help="comma-separated task names or task YAML paths")
     group = p.add_mutually_exclusive_group(required=True)
-    group.add_argument("--model", help="KIND:NAME, e.g. hf:smollm2-135m, hf:gpt2, hf:/path/to/model")
+    group.add_argument(
+        "--model",
+        action="append",
+        help="KIND:NAME, e.g. hf:smollm2-135m, hf:gpt2, hf:/path/to/model; repeat it to run several models",
+    )
     group.add_argument(
         "--human-only",
         action="store_true",
         help="compute only the human reference numbers (human variability and controls, human ECE, top-1); no model",
     )
-    p.add_argument("--model-args", help="k=v,... passed to the model adapter (e.g. dtype=bfloat16)")
+    p.add_argument(
+        "--model-args",
+        action="append",
+        help="k=v,... passed to the model adapter (e.g. dtype=bfloat16); once for every --model, or once for each",
+    )
     p.add_argument("--task-args", help="k=v,... overriding task params (n_samples=40) or scorer args (ece.n_bins=15)")
     p.add_argument("--limit", type=int, help="evaluate only the first N instances of each task")
     p.add_argument("--seed", type=int, default=0, help="run seed (default 0)")
@@ -77,6 +78,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--device", choices=("cpu", "cuda", "auto"), default="auto")
     p.add_argument("--batch-size", type=_batch_size, default="auto", help="N or auto")
     p.add_argument("--full-table", action="store_true", help="print every metric, not only the headline table")
+    _add_executor_arguments(p)
+
+    p = sub.add_parser("sweep", help="run every model of a run-plan YAML file over its tasks (docs/distributed.md)")
+    p.add_argument("plan", help="the plan: tasks, task_args, models (each KIND:NAME with its model_args), output_dir")
+    p.add_argument("--full-table", action="store_true", help="print every metric, not only the headline table")
+    _add_executor_arguments(p)
 
     p = sub.add_parser(
         "import", help="score outputs made elsewhere (a JSON Lines file, or a paper's released generations) as a model"
@@ -142,24 +149,73 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("where the model runs (docs/distributed.md)")
+    g.add_argument("--executor", choices=EXECUTORS, default="local", help="local (this process) or ray (a Ray cluster)")
+    g.add_argument("--ray-address", help="the Ray cluster to join: auto, HOST:PORT (default: start one here)")
+    g.add_argument("--workers", type=int, help="Ray actors holding the model (default: fill the cluster)")
+    g.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs Ray gives each worker (default 1)")
+    g.add_argument("--gpus-per-worker", type=float, help="GPUs per worker (default: 1 if the cluster has GPUs)")
+    g.add_argument("--max-retries", type=int, default=3, help="times a block is resent after its worker died")
+
+
+def _executor_options(args: argparse.Namespace) -> ExecutorOptions:
+    options = ExecutorOptions(
+        name=args.executor,
+        ray_address=args.ray_address,
+        workers=args.workers,
+        cpus_per_worker=args.cpus_per_worker,
+        gpus_per_worker=args.gpus_per_worker,
+        max_retries=args.max_retries,
+    )
+    options.check()
+    return options
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    model = None if args.human_only else parse_model(args.model, args.model_args, args.device, args.batch_size)
     if args.human_only and args.model_args:
         raise HarnessError("--model-args: not used with --human-only")
-    options = RunOptions(
+    executor = _executor_options(args)
+    base = RunOptions(
         tasks=[t.strip() for t in args.tasks.split(",") if t.strip()],
-        model=model,
+        model=None,
         task_args=parse_task_args(args.task_args),
         limit=args.limit,
         seed=args.seed,
         output_dir=Path(args.output_dir),
         data_dir=args.data_dir,
+        executor=executor,
     )
-    results = run(options)
-    print(format_table(results, full=args.full_table))
-    out_dir = Path(args.output_dir) / run_slug(model)
-    print(f"\nwrote {latest_invocation(out_dir)} (every task's latest result: {out_dir / MERGED})")
-    return 0
+    if args.human_only:
+        plan = [base]
+    else:
+        pairs = zip(args.model, pair_model_args(args.model, args.model_args), strict=True)
+        plan = [replace(base, model=parse_model(text, margs, args.device, args.batch_size)) for text, margs in pairs]
+    return _run_plan(plan, args.full_table)
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    return _run_plan(read_plan(Path(args.plan), _executor_options(args)), args.full_table)
+
+
+def _run_plan(plan: list[RunOptions], full: bool) -> int:
+    """One run, or several (a sweep); with several, each run's table is headed by its model."""
+    several = len(plan) > 1
+
+    def report(options: RunOptions, results: dict) -> None:
+        if several:
+            print(f"\n== {options.model.label if options.model else 'human-only'} ==")
+        print(format_table(results, full=full))
+        out_dir = options.output_dir / run_slug(options.model)
+        print(f"\nwrote {latest_invocation(out_dir)} (every task's latest result: {out_dir / MERGED})")
+
+    failed = run_all(plan, report)
+    if not failed:
+        return 0
+    for options, message in failed:
+        print(f"failed: {options.model.label if options.model else 'human-only'}: {message}", file=sys.stderr)
+    print(f"{len(failed)} of {len(plan)} runs failed; the others' results are written", file=sys.stderr)
+    return 2
 
 
 def cmd_import(args: argparse.Namespace) -> int:
@@ -361,6 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(_join_signed_values(list(sys.argv[1:] if argv is None else argv)))
     commands = {
         "run": cmd_run,
+        "sweep": cmd_sweep,
         "import": cmd_import,
         "score": cmd_score,
         "leaderboard": cmd_leaderboard,

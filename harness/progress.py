@@ -96,6 +96,8 @@ class ProgressLog:
         self.clock = clock
         self.now = now
         self.done = 0
+        #: Appended to each line after the counts (``2/2 workers; provo 3/10 blocks``); empty for none.
+        self.status = ""
         self.start = clock()
         self.last_line = self.start
         self.printed_at: int | None = None  # ``done`` at the last line written
@@ -129,6 +131,8 @@ class ProgressLog:
             parts.append(f"{1 / rate:,.1f} s/{self.unit}")
         if self.total is not None and rate > 0 and self.done < self.total:
             parts.append(f"ETA {format_duration((self.total - self.done) / rate)}")
+        if self.status:
+            parts.append(self.status)
         prefix = f"{self.desc}: " if self.desc else ""
         return f"[{self.now():%Y-%m-%d %H:%M:%S}] {prefix}{', '.join(parts)}"
 
@@ -136,6 +140,47 @@ class ProgressLog:
         print(self.line(t), file=self.stream, flush=True)
         self.last_line = t
         self.printed_at = self.done
+
+
+class Progress:
+    """Work counted as it completes, in any order (a bar, lines or nothing, as the module docstring says).
+
+    Why a class beside :func:`progress`: the Ray executor gets blocks back in completion order from several
+    workers and has more to say than a count (workers alive, blocks per task), which ``set_status`` adds.
+    """
+
+    def __init__(self, total: int | None, desc: str = "", unit: str = "it") -> None:
+        self.bar_shown = progress_enabled()
+        self.log: ProgressLog | None = None
+        if not self.bar_shown and progress_lines_enabled():
+            self.log = ProgressLog(
+                total, desc, unit, interval=line_interval(), stream=sys.stderr, clock=_clock, now=_now
+            )
+        self.bar = tqdm(total=total, desc=desc, unit=unit, disable=not self.bar_shown, dynamic_ncols=True)
+
+    def set_status(self, status: str) -> None:
+        """What the next bar refresh or line shows after the counts."""
+        if self.bar_shown:
+            self.bar.set_postfix_str(status, refresh=False)
+        if self.log is not None:
+            self.log.status = status
+
+    def update(self, n: int = 1) -> None:
+        self.bar.update(n)
+        if self.log is not None:
+            self.log.update(n)
+
+    def close(self) -> None:
+        self.bar.close()
+        if self.log is not None:
+            self.log.finish()
+            self.log = None
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 def progress(
@@ -153,16 +198,7 @@ def progress(
     """
     if total is None and weight is None and hasattr(items, "__len__"):
         total = len(items)  # type: ignore[arg-type]
-    bar = progress_enabled()
-    log: ProgressLog | None = None
-    if not bar and progress_lines_enabled():
-        log = ProgressLog(total, desc, unit, interval=line_interval(), stream=sys.stderr, clock=_clock, now=_now)
-    with tqdm(total=total, desc=desc, unit=unit, disable=not bar, dynamic_ncols=True) as pbar:
+    with Progress(total, desc, unit) as shown:
         for item in items:
             yield item
-            n = 1 if weight is None else weight(item)
-            pbar.update(n)
-            if log is not None:
-                log.update(n)
-    if log is not None:
-        log.finish()
+            shown.update(1 if weight is None else weight(item))

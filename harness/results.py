@@ -23,7 +23,7 @@ from harness.files import read_json_object
 from harness.scoring import Metric
 
 #: Keys that legitimately differ between two runs of the same command.
-VOLATILE_KEYS = ("date", "timing", "total_evaluation_time_seconds", "api_calls", "git_hash")
+VOLATILE_KEYS = ("date", "timing", "total_evaluation_time_seconds", "api_calls", "git_hash", "execution")
 #: Keys that name files by the time they were written (``results_<date>.json``), also dropped when two runs are
 #: compared.
 FILE_NAME_KEYS = ("sources", "samples_files")

@@ -14,7 +14,7 @@ import re
 import sys
 import time
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,12 +22,12 @@ from typing import Any, Protocol
 from harness import __version__
 from harness.data import LoadedData, resolve_data_dir
 from harness.errors import HarnessError
+from harness.executors import Answered, ExecutorOptions, answer_missing
 from harness.files import WriteError, ensure_output_dir
 from harness.instances import Instance
 from harness.locking import OutputLock
 from harness.models import ModelAdapter, ModelSpec
 from harness.plugins import Registry, get_registry
-from harness.progress import progress
 from harness.results import (
     FORMAT_VERSION,
     PER_TASK_KEYS,
@@ -40,7 +40,7 @@ from harness.results import (
 )
 from harness.run_dir import new_stamp, write_invocation
 from harness.scoring import Metric, Scorer, ScorerUnavailable
-from harness.seeding import derive_rng, derive_seed
+from harness.seeding import derive_rng
 from harness.store import ResponseStore
 from harness.task_loading import ResolvedTask, resolve_tasks
 
@@ -56,6 +56,8 @@ class RunOptions:
     seed: int = 0
     output_dir: Path = Path("runs")
     data_dir: str | None = None
+    #: Who answers the missing requests (``--executor``); the results do not depend on it.
+    executor: ExecutorOptions = field(default_factory=ExecutorOptions)
 
 
 class ResponseSource(Protocol):
@@ -186,21 +188,29 @@ def _report_coverage(task: str, data: LoadedData, model: ModelSpec) -> None:
         )
 
 
-def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]:
-    """Run the tasks and write the results; returns the ``results.json`` content."""
-    started = time.perf_counter()
-    registry = registry or get_registry()
+def check_run(options: RunOptions, registry: Registry) -> tuple[list[ResolvedTask], type[ModelAdapter] | None]:
+    """Everything about a run that can be wrong before data or a model loads: the options, the task files, the
+    model kind and what it answers. The run's tasks and the model's adapter class."""
     if not options.tasks:
         raise HarnessError("--tasks: no task given (expected comma-separated task names or task YAML files)")
     if options.limit is not None and options.limit < 1:
         raise HarnessError(f"--limit: expected a positive integer, got {options.limit}")
+    options.executor.check()
     tasks = resolve_tasks(options.tasks, options.task_args, registry, expand_decoding=options.model is not None)
-
     adapter_cls: type[ModelAdapter] | None = None
-    cover: Callable[[list[Instance]], Collection[str] | None] | None = None
     if options.model is not None:
         adapter_cls = registry.model(options.model.kind)
         _check_model_answers(adapter_cls, options.model, tasks)
+    return tasks, adapter_cls
+
+
+def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]:
+    """Run the tasks and write the results; returns the ``results.json`` content."""
+    started = time.perf_counter()
+    registry = registry or get_registry()
+    tasks, adapter_cls = check_run(options, registry)
+    cover: Callable[[list[Instance]], Collection[str] | None] | None = None
+    if options.model is not None and adapter_cls is not None:
         cover = partial(adapter_cls.covered_instances, options.model)
 
     data_dir, _ = resolve_data_dir(options.data_dir)
@@ -230,42 +240,22 @@ def _run_locked(
     started: float,
 ) -> dict[str, Any]:
     """Answer, score and write while holding the output folder's lock (no second process mixes in)."""
-    adapter: ModelAdapter | None = None
-    api_calls: dict[str, Any] | None = None
-    load_seconds: float | None = None
-    model_info: dict[str, Any] = {}
-    try:
-        if options.model is not None and adapter_cls is not None:
-            stores: list[ResponseStore] = []
-            for r in runs:
-                fingerprint = _fingerprint(
-                    r.task, r.data, options.model, options.seed, options.limit, adapter_cls.identity(options.model)
-                )
-                header = {"task": r.name, "model": options.model.label, "seed": options.seed}
-                store = ResponseStore(out_dir / "responses" / f"{r.name}-{fingerprint}.jsonl", fingerprint, header)
-                stores.append(store)
-                r.store = store
-            if any(inst.id not in store for r, store in zip(runs, stores, strict=True) for inst in r.data.instances):
-                load_start = time.perf_counter()
-                adapter = adapter_cls(replace(options.model, cache_dir=out_dir / "api-cache"))
-                load_seconds = time.perf_counter() - load_start
-                for each in stores:
-                    each.set_model_info(adapter.info())
-            try:
-                for r in runs:
-                    _answer_missing(r, adapter, options.seed)
-            finally:
-                api_calls = adapter.run_stats() if adapter is not None else None
-            # From the store, so a finished run re-scored without loading the model reports the same provenance.
-            model_info = next((s.model_info for s in stores if s.model_info), {})
-    finally:
-        if adapter is not None:
-            adapter.close()
+    answered = Answered()
+    if options.model is not None and adapter_cls is not None:
+        for r in runs:
+            fingerprint = _fingerprint(
+                r.task, r.data, options.model, options.seed, options.limit, adapter_cls.identity(options.model)
+            )
+            header = {"task": r.name, "model": options.model.label, "seed": options.seed}
+            r.store = ResponseStore(out_dir / "responses" / f"{r.name}-{fingerprint}.jsonl", fingerprint, header)
+        answered = answer_missing(runs, options.model, adapter_cls, out_dir, options.seed, options.executor)
 
-    results, samples = score_runs(runs, options, model_info, load_seconds)
+    results, samples = score_runs(runs, options, answered.model_info, answered.load_seconds)
     results["config"]["data_dir"] = str(data_dir.resolve())
-    if api_calls is not None:
-        results["api_calls"] = api_calls
+    if answered.api_calls is not None:
+        results["api_calls"] = answered.api_calls
+    if answered.execution:
+        results["execution"] = answered.execution
     results["total_evaluation_time_seconds"] = round(time.perf_counter() - started, 3)
     safe = (
         f"the model's responses are safe in {out_dir / 'responses'}; run the same command again to write the results "
@@ -297,35 +287,6 @@ def _check_model_answers(adapter_cls: type[ModelAdapter], model: ModelSpec, task
                     f"model {model.label} cannot answer the '{need.kind}' requests that {need.needed_by} needs: "
                     f"{why} (it answers: {answers}){need.hint}"
                 )
-
-
-def _answer_missing(r: TaskRun, adapter: ModelAdapter | None, seed: int) -> None:
-    """Ask for every instance not in the store, in fixed blocks of ``adapter.group_size`` instances.
-
-    Blocks are cut from the evaluated instance list, never from what happens to be missing, so a block always holds
-    the same instances: an adapter that shares work inside a block gives the same numbers on a resumed run. A block
-    with some instances already stored is recomputed whole and only the missing responses are appended.
-    """
-    store = r.store
-    assert isinstance(store, ResponseStore)
-    instances = r.data.instances
-    if all(inst.id in store for inst in instances):
-        return
-    assert adapter is not None
-    size = max(1, adapter.group_size)
-    blocks = [instances[k : k + size] for k in range(0, len(instances), size)]
-    todo = [block for block in blocks if any(inst.id not in store for inst in block)]
-    start = time.perf_counter()
-    kind = r.task.kind
-    total = sum(len(block) for block in todo)
-    for block in progress(todo, total=total, desc=r.name, unit="instance", weight=len):
-        seeds = [derive_seed(seed, r.name, inst.id) for inst in block]
-        requests = [kind.build(r.task.config, inst, s, r.task.scorers) for inst, s in zip(block, seeds, strict=True)]
-        records = kind.answer(adapter, requests)
-        for inst, inst_seed, request, record in zip(block, seeds, requests, records, strict=True):
-            if inst.id not in store:
-                store.append(inst.id, inst_seed, record, kind.request_record(request))
-    r.timing["requests_seconds"] = round(time.perf_counter() - start, 3)
 
 
 def score_runs(

@@ -1,0 +1,102 @@
+"""Executors: who answers a run's missing requests. The runner opens the response stores and scores; an executor
+only turns missing instances into stored responses, block by block.
+
+* ``local`` (:mod:`harness.executors.local`): this process loads the model and answers the blocks in order.
+* ``ray`` (:mod:`harness.executors.ray_driver`): Ray actors, one per worker, each holding a loaded model, answer
+  blocks sent by this process, which alone writes the stores (see ``docs/distributed.md``).
+
+Both cut the same fixed blocks (:mod:`harness.executors.blocks`) and build the same requests with the same seeds,
+so where a block is answered cannot change a number.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import HarnessError
+
+if TYPE_CHECKING:
+    from harness.models import ModelAdapter, ModelSpec
+    from harness.runner import TaskRun
+
+EXECUTORS = ("local", "ray")
+RAY_MISSING = (
+    "--executor ray: Ray is not installed; install it with: pip install 'variability-harness[ray]' "
+    "(or pip install 'ray[default]')"
+)
+
+
+@dataclass(frozen=True)
+class ExecutorOptions:
+    """``--executor`` and its settings (the Ray ones are refused with the local executor)."""
+
+    name: str = "local"
+    #: Ray: the cluster to join (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``); None starts one on this machine
+    #: (or joins ``$RAY_ADDRESS``).
+    ray_address: str | None = None
+    #: Ray: how many actors hold the model; None fills the cluster (its GPUs, else its CPUs / ``cpus_per_worker``).
+    workers: int | None = None
+    cpus_per_worker: float = 1.0
+    #: Ray: GPUs per actor; None asks one each when the cluster has GPUs and the model's device is not ``cpu``.
+    gpus_per_worker: float | None = None
+    #: Ray: how many times a block is sent again after the worker answering it died.
+    max_retries: int = 3
+
+    def check(self) -> None:
+        """A one-line error for a setting that cannot work, before anything loads."""
+        if self.name not in EXECUTORS:
+            raise HarnessError(f"--executor: expected one of {', '.join(EXECUTORS)}, got '{self.name}'")
+        if self.name == "local":
+            for flag, value, default in (
+                ("--ray-address", self.ray_address, None),
+                ("--workers", self.workers, None),
+                ("--cpus-per-worker", self.cpus_per_worker, 1.0),
+                ("--gpus-per-worker", self.gpus_per_worker, None),
+                ("--max-retries", self.max_retries, 3),
+            ):
+                if value != default:
+                    raise HarnessError(f"{flag}: only used with --executor ray")
+        if self.name == "ray" and importlib.util.find_spec("ray") is None:
+            raise HarnessError(RAY_MISSING)
+        if self.workers is not None and self.workers < 1:
+            raise HarnessError(f"--workers: expected a positive integer, got {self.workers}")
+        if not self.cpus_per_worker > 0:
+            raise HarnessError(f"--cpus-per-worker: expected a positive number, got {self.cpus_per_worker}")
+        if self.gpus_per_worker is not None and self.gpus_per_worker < 0:
+            raise HarnessError(f"--gpus-per-worker: expected a number >= 0, got {self.gpus_per_worker}")
+        if self.max_retries < 0:
+            raise HarnessError(f"--max-retries: expected an integer >= 0, got {self.max_retries}")
+
+
+@dataclass
+class Answered:
+    """What answering left besides the stored responses, for ``results.json``."""
+
+    #: ``ModelAdapter.info()`` of the model that answered (read back from a store when nothing was asked).
+    model_info: dict[str, Any] = field(default_factory=dict)
+    load_seconds: float | None = None
+    #: ``ModelAdapter.run_stats()`` (summed over workers), or None.
+    api_calls: dict[str, Any] | None = None
+    #: How the run was executed (``results.json``'s ``execution``; volatile: a resumed run sends fewer blocks).
+    execution: dict[str, Any] = field(default_factory=dict)
+
+
+def answer_missing(
+    runs: list[TaskRun],
+    model: ModelSpec,
+    adapter_cls: type[ModelAdapter],
+    out_dir: Path,
+    seed: int,
+    options: ExecutorOptions,
+) -> Answered:
+    """Store a response for every instance of ``runs`` that has none, with the executor ``options`` names."""
+    if options.name == "ray":
+        from harness.executors.ray_driver import answer_on_ray
+
+        return answer_on_ray(runs, model, adapter_cls, out_dir, seed, options)
+    from harness.executors.local import answer_locally
+
+    return answer_locally(runs, model, adapter_cls, out_dir, seed)

@@ -1,0 +1,62 @@
+"""The local executor: this process loads the model (only when something is missing) and answers the blocks in
+order, one task after another, storing each block's responses as soon as it is answered."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.executors import Answered
+from harness.executors.blocks import anything_missing, blocks_in, cut_blocks
+from harness.progress import progress
+from harness.store import ResponseStore
+
+if TYPE_CHECKING:
+    from harness.models import ModelAdapter, ModelSpec
+    from harness.runner import TaskRun
+
+
+def stored_model_info(runs: list[TaskRun]) -> dict:
+    """The model's provenance as the stores recorded it, so a finished run scored again without loading the model
+    reports the same."""
+    stores = [r.store for r in runs if isinstance(r.store, ResponseStore)]
+    return next((s.model_info for s in stores if s.model_info), {})
+
+
+def answer_locally(
+    runs: list[TaskRun], model: ModelSpec, adapter_cls: type[ModelAdapter], out_dir: Path, seed: int
+) -> Answered:
+    execution: dict = {"executor": "local", "blocks": {}}
+    if not anything_missing(runs):
+        for r in runs:
+            execution["blocks"][r.name] = {"sent": 0}
+        return Answered(stored_model_info(runs), None, None, execution)
+    load_start = time.perf_counter()
+    adapter = adapter_cls(replace(model, cache_dir=out_dir / "api-cache"))
+    load_seconds = time.perf_counter() - load_start
+    try:
+        info = adapter.info()
+        for r in runs:
+            assert isinstance(r.store, ResponseStore)
+            r.store.set_model_info(info)
+        try:
+            for r in runs:
+                todo = cut_blocks(r, adapter.group_size)
+                execution["blocks"][r.name] = {"total": blocks_in(r, adapter.group_size), "sent": len(todo)}
+                if not todo:
+                    continue
+                start = time.perf_counter()
+                total = sum(len(block.instances) for block in todo)
+                for block in progress(
+                    todo, total=total, desc=r.name, unit="instance", weight=lambda b: len(b.instances)
+                ):
+                    seeds, requests = block.requests(seed)
+                    block.store_answers(seeds, requests, r.task.kind.answer(adapter, requests))
+                r.timing["requests_seconds"] = round(time.perf_counter() - start, 3)
+        finally:
+            api_calls = adapter.run_stats()
+    finally:
+        adapter.close()
+    return Answered(stored_model_info(runs), load_seconds, api_calls, execution)

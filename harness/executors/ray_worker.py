@@ -1,0 +1,60 @@
+"""The Ray actor that holds one loaded model and answers blocks of requests for the driver.
+
+It stores nothing: the driver alone writes the response stores (one writer, the output folder's lock respected),
+so a worker that dies loses at most the blocks it was answering, which the driver sends again. It imports nothing
+from Ray, so it is a plain class the driver wraps with ``ray.remote`` and tests can call directly.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.kinds.base import RequestKind
+from harness.models import ModelAdapter, ModelSpec
+
+
+class ModelWorker:
+    def __init__(self, adapter_cls: type[ModelAdapter], spec: ModelSpec, cwd: str, threads: int) -> None:
+        # Relative paths in the model's name or arguments mean what they mean to the driver, wherever its folder
+        # exists (the same machine, or a shared file system).
+        if Path(cwd).is_dir():
+            os.chdir(cwd)
+        self.adapter_cls = adapter_cls
+        self.spec = spec
+        self.threads = threads
+        self.adapter: ModelAdapter | None = None
+
+    def load(self) -> dict[str, Any]:
+        """Build the adapter (load the model); returns what the driver needs to know about this worker."""
+        start = time.perf_counter()
+        self.adapter = self.adapter_cls(self.spec)
+        seconds = time.perf_counter() - start
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            # As many threads as CPUs Ray gave this actor, not as many as the machine has: workers share it.
+            torch.set_num_threads(self.threads)
+        return {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "group_size": self.adapter.group_size,
+            "info": self.adapter.info(),
+            "load_seconds": seconds,
+        }
+
+    def answer(self, kind: RequestKind, requests: list[Any]) -> list[dict[str, Any]]:
+        """The stored records of the responses to one block's requests (``RequestKind.answer``)."""
+        assert self.adapter is not None, "load() first"
+        return kind.answer(self.adapter, requests)
+
+    def run_stats(self) -> dict[str, Any] | None:
+        return self.adapter.run_stats() if self.adapter is not None else None
+
+    def close(self) -> None:
+        if self.adapter is not None:
+            self.adapter.close()
+            self.adapter = None
