@@ -200,6 +200,8 @@ def check_run(options: RunOptions, registry: Registry) -> tuple[list[ResolvedTas
     adapter_cls: type[ModelAdapter] | None = None
     if options.model is not None:
         adapter_cls = registry.model(options.model.kind)
+        if len(adapter_cls.options):  # a typo in --model-args costs a second, not a data load (or a sweep's models)
+            adapter_cls.options.parse(options.model.args, f"--model-args for {options.model.label}")
         _check_model_answers(adapter_cls, options.model, tasks)
     return tasks, adapter_cls
 

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from plugins.hf.loading import LoadedModel
 
 #: Fixtures that load the real model or start the real server: every test using one is slow.
-SLOW_FIXTURES = frozenset({"smollm2", "api_server", "saved_runs"})
+SLOW_FIXTURES = frozenset({"smollm2", "api_server", "saved_runs", "ray_cluster"})
 
 #: The mock model the fast tier runs on, and the folder name its runs get.
 MOCK_MODEL = "mock:test"

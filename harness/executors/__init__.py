@@ -29,6 +29,11 @@ RAY_MISSING = (
 )
 
 
+def ray_installed() -> bool:
+    """Whether ``import ray`` would work (checked before data loads; Ray itself is imported only when used)."""
+    return importlib.util.find_spec("ray") is not None
+
+
 @dataclass(frozen=True)
 class ExecutorOptions:
     """``--executor`` and its settings (the Ray ones are refused with the local executor)."""
@@ -59,7 +64,7 @@ class ExecutorOptions:
             ):
                 if value != default:
                     raise HarnessError(f"{flag}: only used with --executor ray")
-        if self.name == "ray" and importlib.util.find_spec("ray") is None:
+        if self.name == "ray" and not ray_installed():
             raise HarnessError(RAY_MISSING)
         if self.workers is not None and self.workers < 1:
             raise HarnessError(f"--workers: expected a positive integer, got {self.workers}")

@@ -3,6 +3,7 @@ order, one task after another, storing each block's responses as soon as it is a
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -59,4 +60,7 @@ def answer_locally(
             api_calls = adapter.run_stats()
     finally:
         adapter.close()
+    torch = sys.modules.get("torch")
+    if torch is not None:  # CPU sums depend on the thread count in their last bits (docs/distributed.md)
+        execution["threads"] = torch.get_num_threads()
     return Answered(stored_model_info(runs), load_seconds, api_calls, execution)

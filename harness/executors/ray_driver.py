@@ -64,7 +64,15 @@ def connect(address: str | None) -> Any:
         context = ray.init(address=address, logging_level=logging.WARNING)
     except (ConnectionError, RuntimeError, ValueError) as exc:
         where = address or os.environ.get("RAY_ADDRESS") or "a new local cluster"
-        raise HarnessError(f"--ray-address: cannot connect to Ray at {where} ({one_line(str(exc), 200)})") from exc
+        hint = ""
+        if (address or os.environ.get("RAY_ADDRESS")) and not os.environ.get("RAY_AUTH_MODE"):
+            hint = (
+                "; a cluster started by `ray start` uses token authentication: set RAY_AUTH_MODE=token here too "
+                "(with the cluster's token in ~/.ray/auth_token or $RAY_AUTH_TOKEN)"
+            )
+        raise HarnessError(
+            f"--ray-address: cannot connect to Ray at {where} ({one_line(str(exc), 200)}){hint}"
+        ) from exc
     how = f"joined the cluster at {address}" if address else "started a Ray cluster on this machine"
     if not address and os.environ.get("RAY_ADDRESS"):
         how = f"joined the cluster at $RAY_ADDRESS={os.environ['RAY_ADDRESS']}"
@@ -112,7 +120,8 @@ def plan_workers(options: ExecutorOptions, model: ModelSpec, resources: dict[str
     ):
         if each * workers > have + 1e-9:
             raise HarnessError(
-                f"--workers: {workers} workers x {flag} {each:g} need {each * workers:g} {what}s, but the Ray cluster "
+                f"--workers: {workers} worker{'s' if workers != 1 else ''} x {flag} {each:g} need "
+                f"{each * workers:g} {what}s, but the Ray cluster "
                 f"has {have:g}; ask for fewer workers or less per worker"
             )
     return workers, cpus, gpus
@@ -184,7 +193,7 @@ class RayPool:
     # ------------------------------------------------------------------------------------------------- workers
     def _start(self, slot: Slot) -> None:
         spec = replace(self.model, cache_dir=self.out_dir / "api-cache" / f"ray-worker-{slot.index + 1}")
-        threads = max(1, int(self.cpus))
+        threads = max(1, int(self.cpus))  # the same number execution() records
         slot.actor = self.actor_class.options(
             num_cpus=self.cpus,
             num_gpus=self.gpus,
@@ -376,6 +385,7 @@ class RayPool:
             "workers": self.workers,
             "cpus_per_worker": self.cpus,
             "gpus_per_worker": self.gpus,
+            "threads_per_worker": max(1, int(self.cpus)),
             "hosts": sorted({slot.host for slot in self.slots if slot.host}),
             "worker_restarts": self.restarts,
             "blocks_resent": self.resent,

@@ -1,0 +1,213 @@
+"""Executors and sweeps without a Ray cluster (fast tier): option checks, worker planning, the plan file, several
+models in one command on the local executor. The real-Ray tests are in ``test_ray_executor.py``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+import harness.executors as executors
+from harness.errors import HarnessError
+from harness.executors import ExecutorOptions
+from harness.executors.ray_driver import plan_workers, sum_stats
+from harness.models import ModelSpec
+from harness.results import strip_volatile
+from harness.sweep import pair_model_args, read_plan
+from tests.conftest import CliResult
+from tests.helpers import require_provo
+
+CPU_MODEL = ModelSpec("hf", "m", device="cpu")
+AUTO_MODEL = ModelSpec("hf", "m")
+
+
+def _results(folder: Path) -> dict:
+    return json.loads((folder / "results.json").read_text())
+
+
+def test_ray_flags_need_the_ray_executor(cli: Callable[..., CliResult]) -> None:
+    for flags, name in ((["--workers", "2"], "--workers"), (["--ray-address", "auto"], "--ray-address")):
+        result = cli("run", "--tasks", "provo", "--model", "mock:a", *flags, check=False)
+        assert result.returncode == 2
+        assert result.stderr.strip() == f"error: {name}: only used with --executor ray"
+
+
+def test_ray_not_installed_is_one_line(cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(executors, "ray_installed", lambda: False)
+    result = cli("run", "--tasks", "provo", "--model", "mock:a", "--executor", "ray", check=False)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        "error: --executor ray: Ray is not installed; install it with: pip install 'variability-harness[ray]' "
+        "(or pip install 'ray[default]')"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("options", "model", "resources", "expected"),
+    [
+        # GPUs in the cluster and a model not pinned to the CPU: one worker per GPU.
+        (ExecutorOptions("ray"), AUTO_MODEL, {"CPU": 16, "GPU": 4}, (4, 1.0, 1.0)),
+        # The same cluster for a --device cpu model: the CPUs decide.
+        (ExecutorOptions("ray"), CPU_MODEL, {"CPU": 16, "GPU": 4}, (16, 1.0, 0.0)),
+        (ExecutorOptions("ray", cpus_per_worker=3), CPU_MODEL, {"CPU": 16}, (5, 3.0, 0.0)),
+        # Two workers per GPU when each asks for half of one.
+        (ExecutorOptions("ray", gpus_per_worker=0.5), AUTO_MODEL, {"CPU": 8, "GPU": 2}, (4, 1.0, 0.5)),
+        (ExecutorOptions("ray", workers=2), AUTO_MODEL, {"CPU": 2}, (2, 1.0, 0.0)),
+        # Less than one worker's worth of CPUs still gives one worker (Ray refuses it below if it cannot hold it).
+        (ExecutorOptions("ray", cpus_per_worker=0.5), CPU_MODEL, {"CPU": 0.4}, None),
+    ],
+)
+def test_plan_workers(options: ExecutorOptions, model: ModelSpec, resources: dict, expected: tuple | None) -> None:
+    if expected is None:
+        with pytest.raises(HarnessError, match=r"--workers: 1 worker x --cpus-per-worker 0.5 need 0.5 CPUs"):
+            plan_workers(options, model, resources)
+    else:
+        assert plan_workers(options, model, resources) == expected
+
+
+def test_plan_workers_refuses_what_the_cluster_cannot_hold() -> None:
+    with pytest.raises(HarnessError) as caught:
+        plan_workers(ExecutorOptions("ray", workers=3), AUTO_MODEL, {"CPU": 2})
+    assert str(caught.value) == (
+        "--workers: 3 workers x --cpus-per-worker 1 need 3 CPUs, but the Ray cluster has 2; ask for fewer workers or "
+        "less per worker"
+    )
+    with pytest.raises(HarnessError, match=r"need 2 GPUs, but the Ray cluster has 1"):
+        plan_workers(ExecutorOptions("ray", workers=2), AUTO_MODEL, {"CPU": 8, "GPU": 1})
+
+
+def test_sum_stats_adds_numbers_at_every_depth() -> None:
+    a = {"sent": 3, "retries": 1, "failures": {"timeout": 1}, "server": "llama.cpp"}
+    b = {"sent": 4, "retries": 0, "failures": {"timeout": 2, "429": 1}, "server": "llama.cpp", "from_store": 2}
+    assert sum_stats(a, b) == {
+        "sent": 7,
+        "retries": 1,
+        "failures": {"timeout": 3, "429": 1},
+        "server": "llama.cpp",
+        "from_store": 2,
+    }
+
+
+def test_model_args_pair_with_models() -> None:
+    assert pair_model_args(["mock:a", "mock:b"], None) == [None, None]
+    assert pair_model_args(["mock:a", "mock:b"], ["x=1"]) == ["x=1", "x=1"]
+    assert pair_model_args(["mock:a", "mock:b"], ["x=1", "x=2"]) == ["x=1", "x=2"]
+    with pytest.raises(HarnessError, match=r"--model-args: given 2 times for 3 models"):
+        pair_model_args(["a:a", "b:b", "c:c"], ["x=1", "x=2"])
+
+
+def test_model_args_typo_is_caught_before_data_loads(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    result = cli(
+        "run", "--tasks", "provo", "--model", "mock:a", "--model-args", "blok_size=2", "--data-dir",
+        str(tmp_path / "no-data"), "--output-dir", str(tmp_path), check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: --model-args for mock:a: unknown option 'blok_size'")
+
+
+def _plan(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "plan.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_read_plan(tmp_path: Path) -> None:
+    path = _plan(
+        tmp_path,
+        """
+output_dir: out
+tasks: provo, wmt14-en-de
+task_args: {n_samples: 40, decoding: [ancestral, top_p=0.9]}
+limit: 5
+seed: 3
+human_only: true
+models:
+  - model: mock:a
+    model_args: {block_size: 2, latency: 0}
+  - model: mock:b
+    device: cpu
+    task_args: {n_samples: 20}
+""",
+    )
+    runs = read_plan(path, ExecutorOptions())
+    assert [r.model.label if r.model else None for r in runs] == ["mock:a", "mock:b", None]
+    first, second, human = runs
+    assert first.tasks == ["provo", "wmt14-en-de"]
+    assert first.model is not None and first.model.args == {"block_size": "2", "latency": "0"}
+    assert first.task_args == {"n_samples": 40, "decoding": ["ancestral", "top_p=0.9"]}
+    assert second.model is not None and second.model.device == "cpu"
+    assert second.task_args == {"n_samples": 20, "decoding": ["ancestral", "top_p=0.9"]}
+    assert (first.limit, first.seed, first.output_dir) == (5, 3, Path("out"))
+    assert human.task_args == first.task_args
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("tasks: [provo]\nmodel: [mock:a]\n", "unknown field 'model' (known: output_dir, tasks, task_args"),
+        ("tasks: [provo]\nlimit: 0\nmodels: [mock:a]\n", "field 'limit': expected a positive integer, got 0"),
+        ("tasks: []\nmodels: [mock:a]\n", "field 'tasks': expected a list of task names or YAML files, got []"),
+        ("tasks: provo\nmodels: [{model: mock:a, device: tpu}]\n", "field 'models[0]'.device: expected auto, cpu"),
+        ("tasks: provo\nmodels: [{model: mock:a, dtype: x}]\n", "field 'models[0]': unknown field 'dtype'"),
+        ("tasks: provo\nmodels: [mock:a, mock:a]\n", "two runs would write the same folder"),
+        ("tasks: provo\n", "no run: list models under 'models'"),
+        ("tasks: [provo\n", "not valid YAML"),
+    ],
+)
+def test_plan_errors_name_the_field(tmp_path: Path, text: str, message: str) -> None:
+    path = _plan(tmp_path, text)
+    with pytest.raises(HarnessError) as caught:
+        read_plan(path, ExecutorOptions())
+    assert str(caught.value).startswith(f"{path}: ")
+    assert message in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_several_models_in_one_command(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    """``--model`` twice gives the two runs one ``--model`` each would give (and one table each)."""
+    require_provo()
+    common = ["--tasks", "provo", "--limit", "6", "--task-args", "n_samples=30"]
+    both = cli(
+        "run", *common, "--model", "mock:a", "--model", "mock:b", "--model-args", "block_size=2",
+        "--model-args", "block_size=4", "--output-dir", str(tmp_path / "both"),
+    )  # fmt: skip
+    assert "== mock:a ==" in both.stdout and "== mock:b ==" in both.stdout
+    for name, block in (("a", 2), ("b", 4)):
+        cli("run", *common, "--model", f"mock:{name}", "--model-args", f"block_size={block}",
+            "--output-dir", str(tmp_path / name))  # fmt: skip
+        together = _results(tmp_path / "both" / f"mock__{name}")
+        alone = _results(tmp_path / name / f"mock__{name}")
+        assert strip_volatile(together) == strip_volatile(alone)
+        assert together["execution"] == {
+            "executor": "local",
+            "blocks": {"provo": {"total": 3 if block == 2 else 2, "sent": 3 if block == 2 else 2}},
+        }
+
+
+def test_sweep_keeps_going_after_a_failed_run(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    """A run that fails while answering does not stop the others; the command says which failed and exits 2."""
+    require_provo()
+    (tmp_path / "out" / "mock__b").mkdir(parents=True)
+    (tmp_path / "out" / "mock__b" / "responses").write_text("a file where the stores' folder should be")
+    path = _plan(
+        tmp_path,
+        f"output_dir: {tmp_path / 'out'}\ntasks: provo\nlimit: 4\ntask_args: {{n_samples: 20}}\n"
+        "models: [mock:a, mock:b, mock:c]\n",
+    )
+    result = cli("sweep", str(path), check=False)
+    assert result.returncode == 2
+    assert (tmp_path / "out" / "mock__a" / "results.json").is_file()
+    assert (tmp_path / "out" / "mock__c" / "results.json").is_file()
+    assert not (tmp_path / "out" / "mock__b" / "results.json").exists()
+    assert "failed: mock:b: " in result.stderr
+    assert result.stderr.strip().endswith("1 of 3 runs failed; the others' results are written")
+
+
+def test_a_finished_run_sends_no_block(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    require_provo()
+    args = ["run", "--tasks", "provo", "--model", "mock:a", "--limit", "6", "--output-dir", str(tmp_path)]
+    cli(*args)
+    cli(*args)
+    assert _results(tmp_path / "mock__a")["execution"] == {"executor": "local", "blocks": {"provo": {"sent": 0}}}
