@@ -24,7 +24,7 @@ from harness.plugins import get_registry
 from harness.rescoring import rescore
 from harness.results import format_table
 from harness.run_dir import MERGED, TaskSource, latest_invocation, read_samples, task_sources
-from harness.runner import RunOptions, run, run_slug
+from harness.runner import RunOptions, run
 from harness.store import repair, scan
 from harness.sweep import pair_model_args, parse_model, read_plan, run_all
 from harness.task_config import load_task_file, parse_task_args
@@ -82,6 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("sweep", help="run every model of a run-plan YAML file over its tasks (docs/distributed.md)")
     p.add_argument("plan", help="the plan: tasks, task_args, models (each KIND:NAME with its model_args), output_dir")
+    p.add_argument("--data-dir", help="data root (default: the plan's data_dir, else $HARNESS_DATA_DIR, else cache)")
     p.add_argument("--full-table", action="store_true", help="print every metric, not only the headline table")
     _add_executor_arguments(p)
 
@@ -195,7 +196,10 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    return _run_plan(read_plan(Path(args.plan), _executor_options(args)), args.full_table)
+    plan = read_plan(Path(args.plan), _executor_options(args))
+    if args.data_dir:
+        plan = [replace(options, data_dir=args.data_dir) for options in plan]
+    return _run_plan(plan, args.full_table)
 
 
 def _run_plan(plan: list[RunOptions], full: bool) -> int:
@@ -206,7 +210,7 @@ def _run_plan(plan: list[RunOptions], full: bool) -> int:
         if several:
             print(f"\n== {options.model.label if options.model else 'human-only'} ==")
         print(format_table(results, full=full))
-        out_dir = options.output_dir / run_slug(options.model)
+        out_dir = options.run_dir
         print(f"\nwrote {latest_invocation(out_dir)} (every task's latest result: {out_dir / MERGED})")
 
     failed = run_all(plan, report)
@@ -232,7 +236,7 @@ def cmd_import(args: argparse.Namespace) -> int:
     )
     results = run(options)
     print(format_table(results, full=args.full_table))
-    out_dir = options.output_dir / run_slug(options.model)
+    out_dir = options.run_dir
     print(f"\nwrote {latest_invocation(out_dir)} (every task's latest result: {out_dir / MERGED})")
     return 0
 

@@ -58,6 +58,13 @@ class RunOptions:
     data_dir: str | None = None
     #: Who answers the missing requests (``--executor``); the results do not depend on it.
     executor: ExecutorOptions = field(default_factory=ExecutorOptions)
+    #: The run's folder under ``output_dir``; default ``<kind>__<name>`` (a sweep names two configurations of one
+    #: model apart with it).
+    folder: str | None = None
+
+    @property
+    def run_dir(self) -> Path:
+        return self.output_dir / (self.folder or run_slug(self.model))
 
 
 class ResponseSource(Protocol):
@@ -216,7 +223,7 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
         cover = partial(adapter_cls.covered_instances, options.model)
 
     data_dir, _ = resolve_data_dir(options.data_dir)
-    out_dir = options.output_dir / run_slug(options.model)
+    out_dir = options.run_dir
     ensure_output_dir(out_dir, "--output-dir")
     loaded: dict[str, LoadedData] = {}
     runs = []

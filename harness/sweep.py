@@ -10,23 +10,26 @@ others. Each configuration is an ordinary run with its own output folder (``<out
 A plan file::
 
     output_dir: runs/sweep          # default: runs
-    tasks: [provo, wmt14-en-de]     # or "provo,wmt14-en-de"
-    task_args: {n_samples: 40, decoding: [ancestral, top_p=0.9]}
+    tasks: [wmt14-en-de, asset-valid]   # or "wmt14-en-de,asset-valid"
+    task_args: {n_samples: 10, decoding: [ancestral, top_p=0.9]}   # every task takes them
     limit: 20                       # optional
     seed: 0
     data_dir: /data                 # optional
     human_only: true                # also the human-only reference row
     models:
       - model: hf:smollm2-135m
-        model_args: {dtype: bfloat16}
         device: cpu                 # optional: auto (default), cpu, cuda
         batch_size: auto            # optional
+      - model: hf:smollm2-135m
+        model_args: {dtype: bfloat16}
+        folder: smollm2-bf16        # optional: the run's folder (default <kind>__<name>, here taken)
       - model: mock:baseline
         task_args: {n_samples: 20}  # optional, merged over the plan's task_args
 """
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import replace
@@ -41,11 +44,11 @@ from harness.files import read_utf8
 from harness.models import ModelSpec
 from harness.options import parse_key_values
 from harness.plugins import Registry, get_registry
-from harness.runner import RunOptions, check_run, run, run_slug
+from harness.runner import RunOptions, check_run, run
 from harness.task_config import load_yaml, yaml_problem
 
 PLAN_KEYS = ("output_dir", "tasks", "task_args", "limit", "seed", "data_dir", "human_only", "models")
-MODEL_KEYS = ("model", "model_args", "device", "batch_size", "task_args")
+MODEL_KEYS = ("model", "model_args", "device", "batch_size", "task_args", "folder")
 
 
 def parse_model(text: str, model_args: str | dict[str, Any] | None, device: str, batch_size: str) -> ModelSpec:
@@ -135,18 +138,14 @@ def read_plan(path: Path, executor: ExecutorOptions) -> list[RunOptions]:
             raise HarnessError(f"{field}.batch_size: expected a positive integer or auto, got {batch_size!r}")
         spec = parse_model(entry["model"], model_args, device, batch_size)
         own_args = _mapping(entry.get("task_args"), f"{field}.task_args")
-        runs.append(replace(base, model=spec, task_args={**task_args, **own_args}))
+        folder = entry.get("folder")
+        if folder is not None and (not isinstance(folder, str) or not re.fullmatch(r"[A-Za-z0-9._-]+", folder)):
+            raise HarnessError(f"{field}.folder: expected a folder name (letters, digits, . _ -), got {folder!r}")
+        runs.append(replace(base, model=spec, task_args={**task_args, **own_args}, folder=folder))
     if plan.get("human_only"):
         runs.append(base)
     if not runs:
         raise HarnessError(f"{where}: no run: list models under 'models' (or set human_only: true)")
-    labels = [run_slug(r.model) for r in runs]
-    twice = sorted({label for label in labels if labels.count(label) > 1})
-    if twice:
-        raise HarnessError(
-            f"{where}: two runs would write the same folder {base.output_dir / twice[0]} (same model kind and name); "
-            "give them different output_dir in separate plans"
-        )
     return runs
 
 
@@ -177,6 +176,13 @@ def run_all(
     if len(plan) == 1:  # a single run's error is the command's error, as it always was
         report(plan[0], run(plan[0], registry))
         return []
+    folders = [options.run_dir for options in plan]
+    twice = sorted({str(f) for f in folders if folders.count(f) > 1})
+    if twice:
+        raise HarnessError(
+            f"two runs would write the same folder {twice[0]} (the same model kind and name): give each configuration "
+            "its own 'folder' in a plan file (harness sweep), or its own --output-dir"
+        )
     for options in plan:
         check_run(options, registry)
     failed: list[tuple[RunOptions, str]] = []

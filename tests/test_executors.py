@@ -151,7 +151,7 @@ models:
         ("tasks: []\nmodels: [mock:a]\n", "field 'tasks': expected a list of task names or YAML files, got []"),
         ("tasks: provo\nmodels: [{model: mock:a, device: tpu}]\n", "field 'models[0]'.device: expected auto, cpu"),
         ("tasks: provo\nmodels: [{model: mock:a, dtype: x}]\n", "field 'models[0]': unknown field 'dtype'"),
-        ("tasks: provo\nmodels: [mock:a, mock:a]\n", "two runs would write the same folder"),
+        ("tasks: provo\nmodels: [{model: mock:a, folder: ../x}]\n", "field 'models[0]'.folder: expected a folder"),
         ("tasks: provo\n", "no run: list models under 'models'"),
         ("tasks: [provo\n", "not valid YAML"),
     ],
@@ -163,6 +163,28 @@ def test_plan_errors_name_the_field(tmp_path: Path, text: str, message: str) -> 
     assert str(caught.value).startswith(f"{path}: ")
     assert message in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_two_configurations_of_one_model_need_their_own_folders(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    require_provo()
+    args = ["run", "--tasks", "provo", "--limit", "4", "--output-dir", str(tmp_path)]
+    same = cli(*args, "--model", "mock:a", "--model", "mock:a", "--model-args", "zipf=1.1", "--model-args", "zipf=2",
+               check=False)  # fmt: skip
+    assert same.returncode == 2
+    assert same.stderr.strip() == (
+        f"error: two runs would write the same folder {tmp_path / 'mock__a'} (the same model kind and name): give "
+        "each configuration its own 'folder' in a plan file (harness sweep), or its own --output-dir"
+    )
+    assert not (tmp_path / "mock__a").exists()
+    plan = _plan(
+        tmp_path,
+        f"output_dir: {tmp_path}\ntasks: provo\nlimit: 4\n"
+        "models: [{model: mock:a, model_args: {zipf: 1.1}}, {model: mock:a, model_args: {zipf: 2}, folder: a-sharp}]\n",
+    )
+    cli("sweep", str(plan))
+    flat, sharp = _results(tmp_path / "mock__a"), _results(tmp_path / "a-sharp")
+    assert (flat["config"]["model_args"], sharp["config"]["model_args"]) == ({"zipf": "1.1"}, {"zipf": "2"})
+    assert flat["results"] != sharp["results"]
 
 
 def test_several_models_in_one_command(cli: Callable[..., CliResult], tmp_path: Path) -> None:

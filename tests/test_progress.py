@@ -106,3 +106,21 @@ def test_terminal_gets_a_bar_not_lines(clock: FakeClock, monkeypatch: pytest.Mon
     assert "10/10" in terminal.getvalue()  # the bar counted instances, not blocks
     monkeypatch.setenv("CI", "1")  # CI: no bar even on a terminal, lines instead
     assert not progress_enabled() and progress_lines_enabled()
+
+
+def test_progress_counted_out_of_order_with_a_status(clock: FakeClock, capsys: pytest.CaptureFixture[str]) -> None:
+    """The Ray executor's use: blocks counted as they come back, the workers and blocks per task after the counts."""
+    from harness.progress import Progress
+
+    with Progress(48, "mock:m on ray", "instance") as shown:
+        for done in range(1, 13):
+            shown.set_status(f"2/2 workers; provo {done}/12 blocks")
+            clock.t += 5.0
+            shown.update(4)
+    assert capsys.readouterr().err.splitlines() == [
+        # 6 blocks of 4 after 30 s; the status set before the sixth block was counted
+        "[2026-11-23 16:40:31] mock:m on ray: 24/48 instances (50.0%), 1.2 s/instance, ETA 30s, "
+        "2/2 workers; provo 6/12 blocks",
+        "[2026-11-23 16:41:01] mock:m on ray: 48/48 instances (100.0%), 1.2 s/instance, "
+        "2/2 workers; provo 12/12 blocks",
+    ]

@@ -110,22 +110,27 @@ def _stored(path_of: Callable[[], Path]) -> int:
         return 0
 
 
-def test_ray_run_equals_local_run(cli: Callable[..., CliResult], ray_cluster: str, tmp_path: Path) -> None:
-    """Provo and a generation task on 2 Ray workers: the local run's results and samples."""
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ray_run_equals_local_run(
+    cli: Callable[..., CliResult], ray_cluster: str, tmp_path: Path, workers: int
+) -> None:
+    """Provo and a generation task on 1 and 2 Ray workers: the local run's results and samples."""
     require_provo()
     args = [
         "--tasks", "provo,wmt14-en-de", "--model", "mock:m", "--model-args", "block_size=3", "--limit", "10",
         "--task-args", "n_samples=8",
     ]  # fmt: skip
     cli("run", *args, "--output-dir", str(tmp_path / "local"))
-    ray_run = cli("run", *args, "--output-dir", str(tmp_path / "ray"), "--executor", "ray", "--workers", "2")
+    ray_run = cli(
+        "run", *args, "--output-dir", str(tmp_path / "ray"), "--executor", "ray", "--workers", str(workers)
+    )  # fmt: skip
     tasks = ["provo", "wmt14-en-de@ancestral"]
     _assert_identical(tmp_path / "local" / "mock__m", tmp_path / "ray" / "mock__m", tasks)
     execution = _results(tmp_path / "ray" / "mock__m")["execution"]
     assert execution["executor"] == "ray"
-    assert execution["workers"] == 2 and execution["worker_restarts"] == 0
+    assert execution["workers"] == workers and execution["worker_restarts"] == 0
     assert execution["blocks"] == {task: {"total": 4, "sent": 4} for task in tasks}  # 10 instances in blocks of 3
-    assert "ray: worker 1/2 ready" in ray_run.stderr or "ray: worker 2/2 ready" in ray_run.stderr
+    assert f"ray: worker 1/{workers} ready" in ray_run.stderr or f"ray: worker 2/{workers} ready" in ray_run.stderr
 
 
 def test_killed_worker_is_replaced(cli: Callable[..., CliResult], ray_cluster: str, tmp_path: Path) -> None:

@@ -189,6 +189,10 @@ class RayPool:
         self.sent_blocks: dict[str, int] = {}
         self.finished_at: dict[str, float] = {}
         self.progress: Progress | None = None
+        #: When the pool started, and when the first worker was ready (answering time counts from there, as a
+        #: local run's counts from after the model load).
+        self.started = 0.0
+        self.first_ready = 0.0
 
     # ------------------------------------------------------------------------------------------------- workers
     def _start(self, slot: Slot) -> None:
@@ -208,6 +212,7 @@ class RayPool:
         slot = sent.slot
         slot.ready, slot.pid, slot.host, slot.failed_loads = True, report["pid"], report["host"], 0
         if self.group_size is None:
+            self.first_ready = time.perf_counter()
             self.group_size = int(report["group_size"])
             self.info = report["info"]
             for r in self.runs:  # before any answer, as locally: a killed run's stores still say which model
@@ -300,7 +305,7 @@ class RayPool:
                 self.sent[ref] = Sent(slot, slot.actor, block, attempt, seeds, requests)
                 slot.in_flight += 1
 
-    def _answered(self, sent: Sent, records: list[dict[str, Any]], started: float) -> None:
+    def _answered(self, sent: Sent, records: list[dict[str, Any]]) -> None:
         block = sent.block
         assert block is not None and self.progress is not None
         sent.slot.in_flight -= 1
@@ -308,7 +313,7 @@ class RayPool:
         name = block.run.name
         self.done_blocks[name] += 1
         if self.done_blocks[name] == self.total_blocks[name]:
-            self.finished_at[name] = time.perf_counter() - started
+            self.finished_at[name] = time.perf_counter() - self.first_ready
         self.progress.update(len(block.instances))
 
     def _status(self) -> str:
@@ -321,12 +326,16 @@ class RayPool:
     # ------------------------------------------------------------------------------------------------ the loop
     def run(self) -> None:
         ray = self.ray
-        started = time.perf_counter()
+        self.started = time.perf_counter()
         for slot in self.slots:
             self._start(slot)
         try:
-            while self.sent:
+            while True:
                 self._send()
+                if self.group_size is not None and not self.queue and all(s.block is None for s in self.sent.values()):
+                    break  # every block answered; replacements still loading are not waited for
+                # Never empty here: a slot is either loading (its load call is out) or ready and holding blocks.
+                assert self.sent, "no call on its way but blocks left"
                 if self.progress is not None:
                     self.progress.set_status(self._status())
                 ready, _ = ray.wait(list(self.sent), num_returns=1, timeout=POLL_SECONDS)
@@ -348,9 +357,7 @@ class RayPool:
                     if sent.block is None:
                         self._loaded(sent, value)
                     else:
-                        self._answered(sent, value, started)
-                if self.group_size is not None and not self.queue and all(s.block is None for s in self.sent.values()):
-                    break  # every block answered; replacements still loading are not waited for
+                        self._answered(sent, value)
             for r in self.runs:
                 r.timing["requests_seconds"] = round(self.finished_at.get(r.name, 0.0), 3)
         finally:
@@ -387,6 +394,7 @@ class RayPool:
             "gpus_per_worker": self.gpus,
             "threads_per_worker": max(1, int(self.cpus)),
             "hosts": sorted({slot.host for slot in self.slots if slot.host}),
+            "first_worker_ready_seconds": round(self.first_ready - self.started, 3),
             "worker_restarts": self.restarts,
             "blocks_resent": self.resent,
             "blocks": {
@@ -425,9 +433,11 @@ def answer_on_ray(
 ) -> Answered:
     ray = import_ray()
     if not anything_missing(runs):
-        execution = {"executor": "ray", "blocks": {r.name: {"sent": 0} for r in runs}}
+        execution: dict[str, Any] = {"executor": "ray", "blocks": {r.name: {"sent": 0} for r in runs}}
         return Answered(stored_model_info(runs), None, None, execution)
+    connecting = time.perf_counter()
     ray = connect(options.ray_address)
+    connect_seconds = time.perf_counter() - connecting
     pool = RayPool(ray, runs, model, adapter_cls, out_dir, seed, options)
     try:
         pool.run()
@@ -436,4 +446,5 @@ def answer_on_ray(
         pool.close()
     address = ray.get_runtime_context().gcs_address
     load = max(pool.load_seconds) if pool.load_seconds else None
-    return Answered(stored_model_info(runs), load, api_calls, pool.execution(address))
+    execution = {**pool.execution(address), "connect_seconds": round(connect_seconds, 3)}
+    return Answered(stored_model_info(runs), load, api_calls, execution)
