@@ -202,10 +202,10 @@ def test_several_models_in_one_command(cli: Callable[..., CliResult], tmp_path: 
         together = _results(tmp_path / "both" / f"mock__{name}")
         alone = _results(tmp_path / name / f"mock__{name}")
         assert strip_volatile(together) == strip_volatile(alone)
-        assert together["execution"] == {
-            "executor": "local",
-            "blocks": {"provo": {"total": 3 if block == 2 else 2, "sent": 3 if block == 2 else 2}},
-        }
+        execution = together["execution"]
+        assert execution["executor"] == "local"
+        # 6 instances in blocks of 2 or 4 (``threads`` is there too when torch is loaded in this process)
+        assert execution["blocks"] == {"provo": {"total": 3 if block == 2 else 2, "sent": 3 if block == 2 else 2}}
 
 
 def test_sweep_keeps_going_after_a_failed_run(cli: Callable[..., CliResult], tmp_path: Path) -> None:

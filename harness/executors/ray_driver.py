@@ -368,7 +368,11 @@ class RayPool:
         """``run_stats`` of the live workers, summed (a dead worker's are lost with it)."""
         live = [slot.actor.run_stats.remote() for slot in self.slots if slot.ready]
         merged: dict[str, Any] | None = None
-        for stats in self.ray.get(live, timeout=60) if live else []:
+        for ref in live:
+            try:
+                stats = self.ray.get(ref, timeout=60)
+            except (self.ray.exceptions.RayActorError, self.ray.exceptions.GetTimeoutError):
+                continue  # a worker that died after its last block: every answer is stored, only its counts are lost
             if stats is not None:
                 merged = sum_stats(merged or {}, stats)
         return merged
