@@ -17,6 +17,7 @@ from scorers.choice.string_scores import StringScorer
 from scorers.ece import EceScorer
 from scorers.entropy import EntropyScorer
 from scorers.human_control import HumanControlScorer
+from scorers.sample_size import SampleSizeScorer
 from scorers.top1 import Top1Scorer
 from scorers.tvd import TvdScorer
 from scorers.variability import LexicalScorer, SemanticScorer, SyntacticScorer
@@ -30,6 +31,7 @@ def register_scorers(register: Callable[[Any], None]) -> None:
         EceScorer,
         Top1Scorer,
         EntropyScorer,
+        SampleSizeScorer,
         LexicalScorer,
         SyntacticScorer,
         SemanticScorer,
