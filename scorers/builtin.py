@@ -17,6 +17,7 @@ from scorers.choice.string_scores import StringScorer
 from scorers.ece import EceScorer
 from scorers.entropy import EntropyScorer
 from scorers.human_control import HumanControlScorer
+from scorers.pos_tvd import PosTvdScorer
 from scorers.sample_size import SampleSizeScorer
 from scorers.top1 import Top1Scorer
 from scorers.tvd import TvdScorer
@@ -32,6 +33,7 @@ def register_scorers(register: Callable[[Any], None]) -> None:
         Top1Scorer,
         EntropyScorer,
         SampleSizeScorer,
+        PosTvdScorer,
         LexicalScorer,
         SyntacticScorer,
         SemanticScorer,

@@ -68,7 +68,7 @@ class SampleSizeScorer(ClozeScorer):
     """The TVD a run with fewer samples would have measured, and its error (module docstring)."""
 
     name: ClassVar[str] = "sample_size"
-    headline: ClassVar[tuple[str, ...] | None] = ("tvd_error_at_n*",)
+    headline: ClassVar[tuple[str, ...] | None] = ("tvd_error_at_n10", "tvd_error_at_n40", "tvd_error_at_n100")
     options: ClassVar[Options] = Options(
         Option("sizes", size_list, DEFAULT_SIZES, "sample sizes to subsample the model's words to"),
         Option("n_repeats", positive_int, 20, "subsamples drawn per size and instance (their TVDs are averaged)"),
