@@ -18,6 +18,7 @@ from scorers.ece import EceScorer
 from scorers.entropy import EntropyScorer
 from scorers.human_control import HumanControlScorer
 from scorers.pos_tvd import PosTvdScorer
+from scorers.replacement import ReplacementScorer
 from scorers.sample_size import SampleSizeScorer
 from scorers.top1 import Top1Scorer
 from scorers.tvd import TvdScorer
@@ -34,6 +35,7 @@ def register_scorers(register: Callable[[Any], None]) -> None:
         EntropyScorer,
         SampleSizeScorer,
         PosTvdScorer,
+        ReplacementScorer,
         LexicalScorer,
         SyntacticScorer,
         SemanticScorer,
