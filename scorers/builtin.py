@@ -16,6 +16,7 @@ from scorers.choice.robustness import RobustnessScorer
 from scorers.choice.string_scores import StringScorer
 from scorers.ece import EceScorer
 from scorers.entropy import EntropyScorer
+from scorers.gap_predictors import GapPredictorsScorer
 from scorers.human_control import HumanControlScorer
 from scorers.pos_tvd import PosTvdScorer
 from scorers.replacement import ReplacementScorer
@@ -36,6 +37,7 @@ def register_scorers(register: Callable[[Any], None]) -> None:
         SampleSizeScorer,
         PosTvdScorer,
         ReplacementScorer,
+        GapPredictorsScorer,
         LexicalScorer,
         SyntacticScorer,
         SemanticScorer,

@@ -25,7 +25,7 @@ import numpy as np
 
 from harness.instances import ClozeInstance, Instance
 from harness.options import Option, Options, positive_int, text
-from harness.scoring import Metric, ScorerUnavailable
+from harness.scoring import Metric
 from harness.seeding import metric_rngs
 from harness.stats import mean_metric
 from scorers.cloze import ClozeScorer, human_splits, present
@@ -74,10 +74,7 @@ class PosTvdScorer(ClozeScorer):
         return self.pipeline.describe() if self.pipeline is not None else {}
 
     def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
-        pipeline, reasons = spacy_docs.first_loadable(self.args["pipelines"], need_tags=True)
-        if pipeline is None:
-            raise ScorerUnavailable(f"no POS tagger: tried {', '.join(self.args['pipelines'])}; {'; '.join(reasons)}")
-        self.pipeline = pipeline
+        self.pipeline = pipeline = spacy_docs.require_tagger(self.args["pipelines"])
         pairs: dict[tuple[str, str], None] = {}
         for instance, response in zip(instances, responses, strict=True):
             cloze = self.cloze(instance)

@@ -135,6 +135,16 @@ def first_loadable(packages: Sequence[str], need_tags: bool) -> tuple[Pipeline |
     return None, reasons
 
 
+def require_tagger(packages: Sequence[str]) -> Pipeline:
+    """The first of ``packages`` that loads and tags POS; a scorer that needs one is unavailable without it."""
+    from harness.scoring import ScorerUnavailable
+
+    pipeline, reasons = first_loadable(packages, need_tags=True)
+    if pipeline is None:
+        raise ScorerUnavailable(f"no POS tagger: tried {', '.join(packages)}; {'; '.join(reasons)}")
+    return pipeline
+
+
 def blank(language: str) -> Pipeline:
     """spaCy's rule-based tokenizer for ``language`` (``spacy.blank``), cached; raises if spaCy has no such language."""
     key = f"blank:{language}"
