@@ -9,6 +9,7 @@ from typing import Any
 from harness import __version__
 from harness.errors import HarnessError
 from harness.files import write_json
+from harness.leaderboard.analyses import collect_analyses
 from harness.leaderboard.collect import (
     TaskResult,
     build_systems,
@@ -87,6 +88,9 @@ def build(
         },
         "mixed": [{"task": task, "source": source, "differs": why} for (task, source), why in sorted(problems.items())],
     }
+    analyses = collect_analyses(entries)
+    if analyses:  # only boards with runs scored by the analysis scorers (sample_size, replacement, gap_predictors)
+        board["analyses"] = analyses
     output.mkdir(parents=True, exist_ok=True)
     files: dict[str, Any] = {"json": "leaderboard.json"}
     instances = None

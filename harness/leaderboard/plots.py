@@ -13,12 +13,14 @@ from typing import Any
 
 import numpy as np
 
+from harness.leaderboard.analyses import write_analysis_plots
+
 #: Contexts drawn in the PNG bar charts (the page shows any context).
 BAR_CONTEXTS = 6
 HUMAN_COLOUR = "#222222"
 
 
-def _slug(text: str) -> str:
+def file_slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_")
 
 
@@ -37,7 +39,7 @@ def _density(ax: Any, values: np.ndarray, label: str, colour: str | None) -> Non
         ax.hist(values, bins=10, histtype="step", density=True, label=f"{label} (n={values.size})", color=colour)
 
 
-def _save(fig: Any, path: Path, dpi: int = 100) -> None:
+def save_figure(fig: Any, path: Path, dpi: int = 100) -> None:
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
@@ -59,7 +61,7 @@ def density_plot(task: str, column: str, series: dict[str, list[float | None]], 
     ax.set_ylabel("density")
     ax.set_title(f"{task}: {column}, model systems against the human control")
     ax.legend(fontsize=8)
-    _save(fig, path, dpi=110)
+    save_figure(fig, path, dpi=110)
     return True
 
 
@@ -83,7 +85,7 @@ def top_words_plot(task: str, label: str, view: dict[str, Any], path: Path) -> b
             short = context if len(context) <= 60 else "…" + context[-59:]
             ax.set_title(f"{who}: {short}", fontsize=8)
     fig.suptitle(f"{task}: the 15 most probable next words", fontsize=10)
-    _save(fig, path)
+    save_figure(fig, path)
     return True
 
 
@@ -104,7 +106,7 @@ def wasserstein_plot(task: str, view: dict[str, Any], path: Path) -> bool:
         ax.tick_params(axis="x", labelrotation=60, labelsize=7)
         ax.set_ylabel("W1 per input" if column == columns[0] else "")
     fig.suptitle(f"{task}: Wasserstein-1 distance to human variability, per probe and decoder", fontsize=10)
-    _save(fig, path)
+    save_figure(fig, path)
     return True
 
 
@@ -131,7 +133,7 @@ def methods_plot(task: str, board: dict[str, Any], path: Path) -> bool:
         ax.set_xlabel(key)
         ax.tick_params(labelsize=7)
     fig.suptitle(f"{task}: every way of asking (95% intervals)", fontsize=10)
-    _save(fig, path)
+    save_figure(fig, path)
     return True
 
 
@@ -152,20 +154,22 @@ def write_plots(board: dict[str, Any], instances: dict[str, Any], output: Path) 
         written = by_task.setdefault(task, [])
         headline = info.get("headline")
         if headline and headline in view["values"]:
-            path = folder / f"{_slug(task)}-{_slug(headline)}-density.png"
+            path = folder / f"{file_slug(task)}-{file_slug(headline)}-density.png"
             if density_plot(task, headline, view["values"][headline], path):
                 written.append(f"plots/{path.name}")
         if view["kind"] == "cloze":
             for label in view["systems"]:
-                path = folder / f"{_slug(task)}-top15-{_slug(label)}.png"
+                path = folder / f"{file_slug(task)}-top15-{file_slug(label)}.png"
                 if label != "human" and top_words_plot(task, label, view, path):
                     written.append(f"plots/{path.name}")
         if view["kind"] == "generation":
-            path = folder / f"{_slug(task)}-w1.png"
+            path = folder / f"{file_slug(task)}-w1.png"
             if wasserstein_plot(task, view, path):
                 written.append(f"plots/{path.name}")
         if view["kind"] == "choice":
-            path = folder / f"{_slug(task)}-methods.png"
+            path = folder / f"{file_slug(task)}-methods.png"
             if methods_plot(task, board, path):
                 written.append(f"plots/{path.name}")
+    for task, paths in write_analysis_plots(board, folder).items():
+        by_task.setdefault(task, []).extend(paths)
     return by_task
