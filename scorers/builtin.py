@@ -21,6 +21,7 @@ from scorers.human_control import HumanControlScorer
 from scorers.pos_tvd import PosTvdScorer
 from scorers.replacement import ReplacementScorer
 from scorers.sample_size import SampleSizeScorer
+from scorers.semantic_tvd import SemanticTvdScorer
 from scorers.top1 import Top1Scorer
 from scorers.tvd import TvdScorer
 from scorers.variability import LexicalScorer, SemanticScorer, SyntacticScorer
@@ -36,6 +37,7 @@ def register_scorers(register: Callable[[Any], None]) -> None:
         EntropyScorer,
         SampleSizeScorer,
         PosTvdScorer,
+        SemanticTvdScorer,
         ReplacementScorer,
         GapPredictorsScorer,
         LexicalScorer,
