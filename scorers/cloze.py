@@ -23,6 +23,9 @@ from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
 from harness.requests import SampleWordsResponse
 from harness.scorer_args import ArgsScorer
+from harness.scoring import Metric
+from harness.seeding import metric_rngs
+from harness.stats import mean_metric
 from scorers.distributions import split_halves
 
 
@@ -46,6 +49,22 @@ class ClozeScorer(ArgsScorer):
         if not isinstance(response, SampleWordsResponse):
             raise HarnessError(f"scorer '{self.name}' needs sample_words responses, got {type(response).__name__}")
         return response
+
+    def present_means(
+        self, per_instance: list[dict[str, Any]], keys: tuple[str, ...], higher_is_better: bool | None, rng: Any
+    ) -> dict[str, Metric]:
+        """The mean, with its bootstrap interval, of each of ``keys`` over the rows that have a value for it (one
+        bootstrap generator per metric name, ``metric_rngs``); keys no row has are left out."""
+        metrics: dict[str, Metric] = {}
+        rngs = metric_rngs(rng)
+        for key in keys:
+            rows = present(per_instance, key)
+            if rows:
+                values = [float(row[key]) for row in rows]
+                metrics[key] = mean_metric(
+                    values, higher_is_better, rngs(key), n_resamples=self.n_resamples, confidence=self.confidence
+                )
+        return metrics
 
     def model_counts(self, response: Any) -> dict[str, int]:
         """The accepted model words with their counts (empty if the model produced none)."""

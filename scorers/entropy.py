@@ -16,9 +16,7 @@ import numpy as np
 
 from harness.instances import Instance
 from harness.scoring import Metric
-from harness.seeding import metric_rngs
-from harness.stats import mean_metric
-from scorers.cloze import ClozeScorer, present
+from scorers.cloze import ClozeScorer
 from scorers.distributions import entropy_bits
 
 
@@ -44,13 +42,4 @@ class EntropyScorer(ClozeScorer):
         return {"entropy_model": "entropy_human"}
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
-        metrics: dict[str, Metric] = {}
-        rngs = metric_rngs(rng)
-        for key in ("entropy_model", "entropy_human"):
-            rows = present(per_instance, key)
-            if rows:
-                values = [float(row[key]) for row in rows]
-                metrics[key] = mean_metric(
-                    values, None, rngs(key), n_resamples=self.n_resamples, confidence=self.confidence
-                )
-        return metrics
+        return self.present_means(per_instance, ("entropy_model", "entropy_human"), None, rng)

@@ -26,9 +26,7 @@ import numpy as np
 from harness.instances import ClozeInstance, Instance
 from harness.options import Option, Options, positive_int, text
 from harness.scoring import Metric
-from harness.seeding import metric_rngs
-from harness.stats import mean_metric
-from scorers.cloze import ClozeScorer, human_splits, present
+from scorers.cloze import ClozeScorer, human_splits
 from scorers.distributions import counts_tvd
 from scorers.probes import spacy_docs
 from scorers.tvd import EMPTY_MODEL_TVD
@@ -121,11 +119,4 @@ class PosTvdScorer(ClozeScorer):
         return {"pos_tvd": "pos_tvd_human_halves", "pos_tvd_model_half": "pos_tvd_human_halves"}
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
-        metrics: dict[str, Metric] = {}
-        rngs = metric_rngs(rng)
-        kw: dict[str, Any] = {"n_resamples": self.n_resamples, "confidence": self.confidence}
-        for key in ("pos_tvd", "pos_tvd_model_half", "pos_tvd_human_halves"):
-            rows = present(per_instance, key)
-            if rows:
-                metrics[key] = mean_metric([float(row[key]) for row in rows], False, rngs(key), **kw)
-        return metrics
+        return self.present_means(per_instance, ("pos_tvd", "pos_tvd_model_half", "pos_tvd_human_halves"), False, rng)

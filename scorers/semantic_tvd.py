@@ -36,9 +36,7 @@ from harness.options import Option, Options, open_unit_float, optional, positive
 from harness.options import integer as integer_value
 from harness.options import text as text_value
 from harness.scoring import Metric, ScorerUnavailable
-from harness.seeding import metric_rngs
-from harness.stats import mean_metric
-from scorers.cloze import ClozeScorer, human_splits, present
+from scorers.cloze import ClozeScorer, human_splits
 from scorers.distributions import counts_tvd
 from scorers.probes.base import ProbeUnavailable
 from scorers.probes.semantic import DEFAULT_MODEL, EmbeddingProbe
@@ -184,11 +182,5 @@ class SemanticTvdScorer(ClozeScorer):
         return {"semantic_tvd": "semantic_tvd_human_halves", "semantic_tvd_model_half": "semantic_tvd_human_halves"}
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
-        metrics: dict[str, Metric] = {}
-        rngs = metric_rngs(rng)
-        kw: dict[str, Any] = {"n_resamples": self.n_resamples, "confidence": self.confidence}
-        for key in ("semantic_tvd", "semantic_tvd_model_half", "semantic_tvd_human_halves"):
-            rows = present(per_instance, key)
-            if rows:
-                metrics[key] = mean_metric([float(row[key]) for row in rows], False, rngs(key), **kw)
-        return metrics
+        keys = ("semantic_tvd", "semantic_tvd_model_half", "semantic_tvd_human_halves")
+        return self.present_means(per_instance, keys, False, rng)

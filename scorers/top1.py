@@ -20,9 +20,7 @@ import numpy as np
 
 from harness.instances import Instance
 from harness.scoring import Metric
-from harness.seeding import metric_rngs
-from harness.stats import mean_metric
-from scorers.cloze import ClozeScorer, present
+from scorers.cloze import ClozeScorer
 from scorers.distributions import top_word
 
 
@@ -64,13 +62,5 @@ class Top1Scorer(ClozeScorer):
         return {"top1_model": "top1_human_majority", "top1_model_samples": "top1_human_guess"}
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
-        metrics: dict[str, Metric] = {}
-        rngs = metric_rngs(rng)
-        for key in ("top1_model", "top1_model_samples", "top1_human_guess", "top1_human_majority"):
-            rows = present(per_instance, key)
-            if rows:
-                values = [float(row[key]) for row in rows]
-                metrics[key] = mean_metric(
-                    values, True, rngs(key), n_resamples=self.n_resamples, confidence=self.confidence
-                )
-        return metrics
+        keys = ("top1_model", "top1_model_samples", "top1_human_guess", "top1_human_majority")
+        return self.present_means(per_instance, keys, True, rng)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +87,16 @@ def samples_of(run_dir: Path, task: str) -> Path:
     from harness.run_dir import task_sources
 
     return next(s.samples_path for s in task_sources(run_dir) if s.task == task)
+
+
+def rescored_mock_provo(
+    cli: Callable[..., Any], folder: Path, limit: int, n_samples: int, scorers: str, task_args: str | None = None
+) -> tuple[dict[str, Any], Path]:
+    """A mock Provo run scored again with ``--scorers scorers``: the new results and the folder they are in (the
+    way the further analyses are added to a finished run)."""
+    require_provo()
+    cli("run", "--tasks", "provo", "--model", "mock:a", "--limit", str(limit), "--task-args", f"n_samples={n_samples}",
+        "--output-dir", str(folder))  # fmt: skip
+    cli("score", str(folder / "mock__a"), "--scorers", scorers, *(["--task-args", task_args] if task_args else []))
+    scored = folder / "mock__a" / "rescored"
+    return json.loads((scored / "results.json").read_text()), scored

@@ -3,7 +3,6 @@ from synthetic per-context values; then a finished mock run through ``harness sc
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from harness.instances import ClozeInstance
 from harness.requests import SampleWordsResponse
 from scorers.gap_predictors import GapPredictorsScorer, last_word_pos
 from tests.conftest import CliResult
-from tests.helpers import require_provo
+from tests.helpers import rescored_mock_provo
 
 
 def test_last_word_pos() -> None:
@@ -92,11 +91,7 @@ def test_too_few_contexts_give_no_fit() -> None:
 
 
 def test_rescoring_a_finished_run(cli: Callable[..., CliResult], tmp_path: Path) -> None:
-    require_provo()
-    cli("run", "--tasks", "provo", "--model", "mock:a", "--limit", "40", "--task-args", "n_samples=50",
-        "--output-dir", str(tmp_path))  # fmt: skip
-    cli("score", str(tmp_path / "mock__a"), "--scorers", "+gap_predictors")
-    results = json.loads((tmp_path / "mock__a" / "rescored" / "results.json").read_text())
+    results, _ = rescored_mock_provo(cli, tmp_path, 40, 50, "+gap_predictors")
     metrics = results["metrics"]["provo"]
     assert metrics["gap_r2"]["n"] == 40
     assert {f"gap_coef_{f}" for f in ("entropy_human", "entropy_model", "tvd_oracle", "context_length")} <= set(metrics)

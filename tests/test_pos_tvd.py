@@ -3,7 +3,6 @@ Universal POS compared by TVD, on hand-computed cases; and on a finished mock ru
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +15,7 @@ from scorers.cloze import human_splits
 from scorers.distributions import counts_tvd
 from scorers.pos_tvd import PosTvdScorer, package_list, tagged_text
 from tests.conftest import CliResult
-from tests.helpers import require_provo
+from tests.helpers import rescored_mock_provo
 
 CONTEXT = "The cat sat on the"
 
@@ -102,11 +101,7 @@ def test_no_tagger_makes_the_scorer_unavailable() -> None:
 
 
 def test_rescoring_a_finished_run(cli: Callable[..., CliResult], tmp_path: Path) -> None:
-    require_provo()
-    cli("run", "--tasks", "provo", "--model", "mock:a", "--limit", "5", "--task-args", "n_samples=50",
-        "--output-dir", str(tmp_path))  # fmt: skip
-    cli("score", str(tmp_path / "mock__a"), "--scorers", "+pos_tvd")
-    results = json.loads((tmp_path / "mock__a" / "rescored" / "results.json").read_text())
+    results, _ = rescored_mock_provo(cli, tmp_path, 5, 50, "+pos_tvd")
     metrics = results["metrics"]["provo"]
     assert {"pos_tvd", "pos_tvd_model_half", "pos_tvd_human_halves"} <= set(metrics)
     assert 0.0 <= metrics["pos_tvd"]["value"] <= metrics["tvd"]["value"]  # tags merge words: never further apart

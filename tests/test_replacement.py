@@ -3,7 +3,6 @@ cases checked by hand; and on a finished mock run through ``harness score``."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,7 +12,7 @@ from harness.instances import ClozeInstance
 from harness.requests import SampleWordsResponse
 from scorers.replacement import ReplacementScorer, disjoint_groups, mixed_curve
 from tests.conftest import CliResult
-from tests.helpers import require_provo
+from tests.helpers import rescored_mock_provo
 
 
 def _instance(human: dict[str, int], i: int = 1) -> ClozeInstance:
@@ -87,11 +86,7 @@ def test_contexts_with_too_few_guesses_are_left_out() -> None:
 
 
 def test_rescoring_a_finished_run(cli: Callable[..., CliResult], tmp_path: Path) -> None:
-    require_provo()
-    cli("run", "--tasks", "provo", "--model", "mock:a", "--limit", "30", "--task-args", "n_samples=50",
-        "--output-dir", str(tmp_path))  # fmt: skip
-    cli("score", str(tmp_path / "mock__a"), "--scorers", "+replacement", "--task-args", "replacement.n_seeds=3")
-    results = json.loads((tmp_path / "mock__a" / "rescored" / "results.json").read_text())
+    results, _ = rescored_mock_provo(cli, tmp_path, 30, 50, "+replacement", "replacement.n_seeds=3")
     metrics = results["metrics"]["provo"]
     assert 0 <= metrics["replacement_k_o10"]["value"] <= 100 and metrics["replacement_k_o10"]["n"] == 3
     assert metrics["replacement_tvd_gap_o20"]["value"] > 0  # the mock is further from people than people are

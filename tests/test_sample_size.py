@@ -3,7 +3,6 @@ expectations are computed by hand, and on a finished mock run through ``harness 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +14,7 @@ from harness.instances import ClozeInstance
 from harness.requests import SampleWordsResponse
 from scorers.sample_size import SampleSizeScorer, size_list
 from tests.conftest import CliResult
-from tests.helpers import require_provo
+from tests.helpers import rescored_mock_provo
 
 
 def _instance(human: dict[str, int]) -> ClozeInstance:
@@ -92,11 +91,7 @@ def test_sizes_option() -> None:
 
 def test_rescoring_a_finished_run(cli: Callable[..., CliResult], tmp_path: Path) -> None:
     """``harness score RUN --scorers +sample_size`` adds the curve without asking the model again."""
-    require_provo()
-    cli("run", "--tasks", "provo", "--model", "mock:a", "--limit", "6", "--task-args", "n_samples=100",
-        "--output-dir", str(tmp_path))  # fmt: skip
-    cli("score", str(tmp_path / "mock__a"), "--scorers", "+sample_size", "--task-args", "sample_size.n_repeats=5")
-    results = json.loads((tmp_path / "mock__a" / "rescored" / "results.json").read_text())
+    results, _ = rescored_mock_provo(cli, tmp_path, 6, 100, "+sample_size", "sample_size.n_repeats=5")
     metrics = results["metrics"]["provo"]
     assert {"tvd_error_at_n10", "tvd_error_at_n20", "tvd_error_at_n40"} <= set(metrics)
     assert not {"tvd_at_n100", "tvd_at_n200"} & set(metrics)  # the mock's ~99 accepted words: no subsample of 100

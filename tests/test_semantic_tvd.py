@@ -21,7 +21,7 @@ from scorers.semantic_tvd import (
     within_cluster_error,
 )
 from tests.conftest import CliResult
-from tests.helpers import require_provo
+from tests.helpers import rescored_mock_provo
 
 VECTORS = {"sofa": [1.0, 0.0], "couch": [1.1, 0.1], "table": [-5.0, 3.0]}
 
@@ -89,12 +89,7 @@ def test_one_embedded_word_has_no_value() -> None:
 def test_rescoring_a_finished_run(cli: Callable[..., CliResult], tmp_path: Path) -> None:
     """The default embeddings (the packaged all-MiniLM-L6-v2) on a mock run: merging words into clusters can only
     bring the distributions closer, so per context semantic TVD <= word TVD."""
-    require_provo()
-    cli("run", "--tasks", "provo", "--model", "mock:a", "--limit", "5", "--task-args", "n_samples=50",
-        "--output-dir", str(tmp_path))  # fmt: skip
-    cli("score", str(tmp_path / "mock__a"), "--scorers", "+semantic_tvd")
-    scored = tmp_path / "mock__a" / "rescored"
-    results = json.loads((scored / "results.json").read_text())
+    results, scored = rescored_mock_provo(cli, tmp_path, 5, 50, "+semantic_tvd")
     metrics = results["metrics"]["provo"]
     assert {"semantic_tvd", "semantic_tvd_model_half", "semantic_tvd_human_halves"} <= set(metrics)
     assert results["controls"]["provo"]["semantic_tvd"] == "semantic_tvd_human_halves"
