@@ -120,16 +120,37 @@ def majority_words(counts: Counts | Distribution) -> frozenset[str]:
     return frozenset(word for word, count in positive.items() if count == top)
 
 
+def expand(counts: Counts) -> list[str]:
+    """The individual items of ``counts``, words in sorted order (so a random draw from them depends only on the
+    counts and the generator, not on dictionary order).
+
+    >>> expand({"b": 1, "a": 2})
+    ['a', 'a', 'b']
+    """
+    _check_counts(counts)
+    return [word for word in sorted(counts) for _ in range(int(counts[word]))]
+
+
+def counts_by_group(counts: Counts, group_of: Mapping[str, str]) -> dict[str, int]:
+    """The counts summed per group of each word (``group_of[word]``: a POS tag, a cluster), groups sorted.
+
+    >>> counts_by_group({"cat": 2, "dog": 1, "ran": 3, "x": 0}, {"cat": "NOUN", "dog": "NOUN", "ran": "VERB", "x": "X"})
+    {'NOUN': 3, 'VERB': 3}
+    """
+    out: Counter[str] = Counter()
+    for word, count in counts.items():
+        if count > 0:
+            out[group_of[word]] += int(count)
+    return dict(sorted(out.items()))
+
+
 def split_halves(counts: Counts, rng: np.random.Generator) -> tuple[dict[str, int], dict[str, int]]:
     """Split the individual guesses at random into two disjoint halves: A = first ``floor(N/2)``, B = the rest.
 
     The guesses are expanded into a multiset in sorted word order before the permutation, so the result depends
     only on ``counts`` and the state of ``rng`` (not on dictionary order). ``A + B == counts`` always.
     """
-    _check_counts(counts)
-    guesses: list[str] = []
-    for word in sorted(counts):
-        guesses.extend([word] * int(counts[word]))
+    guesses = expand(counts)
     order = rng.permutation(len(guesses))
     half = len(guesses) // 2
     half_a = Counter(guesses[i] for i in order[:half])
@@ -144,12 +165,9 @@ def subsample(counts: Counts, k: int, rng: np.random.Generator) -> dict[str, int
     samples is a model sample of size ``k``, comparable with a human sample of the same size. Deterministic given
     ``rng``, like ``split_halves``.
     """
-    _check_counts(counts)
+    items = expand(counts)
     if k < 0:
         raise ValueError(f"subsample size must be >= 0, got {k}")
-    items: list[str] = []
-    for word in sorted(counts):
-        items.extend([word] * int(counts[word]))
     if len(items) <= k:
         return dict(sorted(Counter(items).items()))
     chosen = rng.choice(len(items), size=k, replace=False)

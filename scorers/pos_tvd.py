@@ -17,7 +17,6 @@ tagged in the context it was produced for, so ``saw`` after "I" and after "the" 
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
@@ -27,7 +26,7 @@ from harness.instances import ClozeInstance, Instance
 from harness.options import Option, Options, positive_int, text
 from harness.scoring import Metric
 from scorers.cloze import ClozeScorer, human_splits
-from scorers.distributions import counts_tvd
+from scorers.distributions import counts_by_group, counts_tvd
 from scorers.probes import spacy_docs
 from scorers.tvd import EMPTY_MODEL_TVD
 
@@ -90,11 +89,7 @@ class PosTvdScorer(ClozeScorer):
 
     def pos_counts(self, context: str, counts: Mapping[str, int]) -> dict[str, int]:
         """Word counts summed per POS tag of each word in ``context``."""
-        out: Counter[str] = Counter()
-        for word, count in counts.items():
-            if count > 0:
-                out[self.tags[(context, word)]] += int(count)
-        return dict(sorted(out.items()))
+        return counts_by_group(counts, {word: self.tags[(context, word)] for word in counts})
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze: ClozeInstance = self.cloze(instance)

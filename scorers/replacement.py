@@ -39,7 +39,7 @@ from harness.scoring import Metric
 from harness.seeding import metric_rngs
 from harness.stats import mean_metric, split_spread
 from scorers.cloze import ClozeScorer
-from scorers.distributions import counts_tvd
+from scorers.distributions import counts_tvd, expand
 from scorers.sample_size import size_list
 from scorers.tvd import EMPTY_MODEL_TVD
 
@@ -47,7 +47,7 @@ from scorers.tvd import EMPTY_MODEL_TVD
 def disjoint_groups(counts: dict[str, int], m: int, rng: np.random.Generator) -> tuple[dict[str, int], dict[str, int]]:
     """Two disjoint groups of ``m`` guesses each, drawn without replacement (the guesses in sorted word order
     first, so the draw depends only on ``counts`` and ``rng``)."""
-    guesses = [w for w in sorted(counts) for _ in range(int(counts[w]))]
+    guesses = expand(counts)
     chosen = rng.permutation(len(guesses))[: 2 * m]
     a: dict[str, int] = {}
     b: dict[str, int] = {}

@@ -37,7 +37,7 @@ from harness.options import integer as integer_value
 from harness.options import text as text_value
 from harness.scoring import Metric, ScorerUnavailable
 from scorers.cloze import ClozeScorer, human_splits
-from scorers.distributions import counts_tvd
+from scorers.distributions import counts_by_group, counts_tvd
 from scorers.probes.base import ProbeUnavailable
 from scorers.probes.semantic import DEFAULT_MODEL, EmbeddingProbe
 from scorers.tvd import EMPTY_MODEL_TVD
@@ -149,14 +149,6 @@ class SemanticTvdScorer(ClozeScorer):
         groups.update({w: f"c{int(label)}" for w, label in zip(known, labels, strict=True)})
         return groups
 
-    @staticmethod
-    def grouped(counts: dict[str, int], groups: dict[str, str]) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for word, count in counts.items():
-            if count > 0:
-                out[groups[word]] = out.get(groups[word], 0) + int(count)
-        return out
-
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)
         model = self.model_counts(response) if response is not None else {}
@@ -164,14 +156,14 @@ class SemanticTvdScorer(ClozeScorer):
         groups = self.cluster_of(sorted(set(cloze.human_counts) | set(model)))
         if not groups:
             return {"semantic_clusters": None}
-        human = self.grouped(cloze.human_counts, groups)
-        halves = [(self.grouped(a, groups), self.grouped(b, groups)) for a, b in splits if a and b]
+        human = counts_by_group(cloze.human_counts, groups)
+        halves = [(counts_by_group(a, groups), counts_by_group(b, groups)) for a, b in splits if a and b]
         row: dict[str, Any] = {
             "semantic_clusters": len(set(groups.values())),
             "semantic_tvd_human_halves": float(np.mean([counts_tvd(a, b) for a, b in halves])) if halves else None,
         }
         if response is not None:
-            own = self.grouped(model, groups)
+            own = counts_by_group(model, groups)
             row["semantic_tvd"] = counts_tvd(own, human) if own else EMPTY_MODEL_TVD
             row["semantic_tvd_model_half"] = (
                 float(np.mean([counts_tvd(own, a) if own else EMPTY_MODEL_TVD for a, _ in halves])) if halves else None
