@@ -161,7 +161,7 @@ def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _executor_options(args: argparse.Namespace) -> ExecutorOptions:
-    options = ExecutorOptions(
+    return ExecutorOptions(
         name=args.executor,
         ray_address=args.ray_address,
         workers=args.workers,
@@ -169,8 +169,6 @@ def _executor_options(args: argparse.Namespace) -> ExecutorOptions:
         gpus_per_worker=args.gpus_per_worker,
         max_retries=args.max_retries,
     )
-    options.check()
-    return options
 
 
 def cmd_run(args: argparse.Namespace) -> int:

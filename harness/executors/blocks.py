@@ -49,15 +49,12 @@ class Block:
         ]
         return seeds, built
 
-    def store_answers(self, seeds: list[int], requests: list[Any], records: list[dict[str, Any]]) -> int:
-        """Append the responses of the instances not stored yet; returns how many were stored."""
+    def store_answers(self, seeds: list[int], requests: list[Any], records: list[dict[str, Any]]) -> None:
+        """Append the responses of the instances not stored yet."""
         store, kind = self.store, self.run.task.kind
-        stored = 0
         for inst, inst_seed, request, record in zip(self.instances, seeds, requests, records, strict=True):
             if inst.id not in store:
                 store.append(inst.id, inst_seed, record, kind.request_record(request))
-                stored += 1
-        return stored
 
 
 def cut_blocks(run: TaskRun, size: int) -> list[Block]:
@@ -77,6 +74,13 @@ def cut_blocks(run: TaskRun, size: int) -> list[Block]:
 def blocks_in(run: TaskRun, size: int) -> int:
     """How many blocks the task has in all (the denominator of ``blocks_sent``)."""
     return -(-len(run.data.instances) // max(1, size))
+
+
+def stored_model_info(runs: list[TaskRun]) -> dict[str, Any]:
+    """The model's provenance as the stores recorded it, so a finished run scored again without loading the model
+    reports the same."""
+    stores = [r.store for r in runs if isinstance(r.store, ResponseStore)]
+    return next((s.model_info for s in stores if s.model_info), {})
 
 
 def anything_missing(runs: list[TaskRun]) -> bool:

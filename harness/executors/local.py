@@ -7,10 +7,10 @@ import sys
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from harness.executors import Answered
-from harness.executors.blocks import anything_missing, blocks_in, cut_blocks
+from harness.executors.blocks import blocks_in, cut_blocks, stored_model_info
 from harness.progress import progress
 from harness.store import ResponseStore
 
@@ -19,21 +19,11 @@ if TYPE_CHECKING:
     from harness.runner import TaskRun
 
 
-def stored_model_info(runs: list[TaskRun]) -> dict:
-    """The model's provenance as the stores recorded it, so a finished run scored again without loading the model
-    reports the same."""
-    stores = [r.store for r in runs if isinstance(r.store, ResponseStore)]
-    return next((s.model_info for s in stores if s.model_info), {})
-
-
 def answer_locally(
     runs: list[TaskRun], model: ModelSpec, adapter_cls: type[ModelAdapter], out_dir: Path, seed: int
 ) -> Answered:
-    execution: dict = {"executor": "local", "blocks": {}}
-    if not anything_missing(runs):
-        for r in runs:
-            execution["blocks"][r.name] = {"sent": 0}
-        return Answered(stored_model_info(runs), None, None, execution)
+    """Answer the missing blocks of ``runs`` in this process (some instance is missing: ``answer_missing``)."""
+    execution: dict[str, Any] = {"executor": "local", "blocks": {}}
     load_start = time.perf_counter()
     adapter = adapter_cls(replace(model, cache_dir=out_dir / "api-cache"))
     load_seconds = time.perf_counter() - load_start

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, one_line
 from harness.executors import RAY_MISSING, Answered, ExecutorOptions
-from harness.executors.blocks import Block, anything_missing, blocks_in, cut_blocks
-from harness.executors.local import stored_model_info
+from harness.executors.blocks import Block, blocks_in, cut_blocks, stored_model_info
 from harness.executors.ray_worker import ModelWorker
 from harness.progress import Progress
 from harness.store import ResponseStore
@@ -435,10 +434,7 @@ def answer_on_ray(
     seed: int,
     options: ExecutorOptions,
 ) -> Answered:
-    ray = import_ray()
-    if not anything_missing(runs):
-        execution: dict[str, Any] = {"executor": "ray", "blocks": {r.name: {"sent": 0} for r in runs}}
-        return Answered(stored_model_info(runs), None, None, execution)
+    """Answer the missing blocks of ``runs`` on Ray (some instance is missing: ``answer_missing``)."""
     connecting = time.perf_counter()
     ray = connect(options.ray_address)
     connect_seconds = time.perf_counter() - connecting
