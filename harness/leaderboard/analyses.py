@@ -9,10 +9,12 @@ one curve or coefficient table per model.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from harness.leaderboard.collect import TaskResult
+import numpy as np
+
+from harness.leaderboard.collect import System, TaskResult
+from harness.leaderboard.plots import file_slug, save_figure
 
 #: The scorers whose reports the leaderboard keeps and draws.
 ANALYSIS_REPORTS = ("sample_size", "replacement", "gap_predictors")
@@ -29,19 +31,14 @@ def collect_analyses(entries: list[TaskResult]) -> dict[str, dict[str, dict[str,
         if not found:
             continue
         config = entry.results["config"]
-        label = f"{config['model']}:{config['model_name']}"
-        decoding = entry.decoding()
-        if decoding:
-            label += f" · {decoding}"
-        out.setdefault(entry.task, {})[label] = found
+        row = System("model", model=f"{config['model']}:{config['model_name']}", decoding=entry.decoding())
+        out.setdefault(entry.task, {})[row.label] = found  # the label of the model's leaderboard row
     return out
 
 
 def sample_size_plot(task: str, by_model: dict[str, dict[str, Any]], path: Path) -> bool:
     """Error of the TVD against the number of samples (log scale), one line per model with its interval."""
     import matplotlib.pyplot as plt
-
-    from harness.leaderboard.plots import save_figure
 
     curves = {label: r["sample_size"]["curve"] for label, r in by_model.items() if "sample_size" in r}
     if not curves:
@@ -67,8 +64,6 @@ def replacement_plot(task: str, by_model: dict[str, dict[str, Any]], path: Path)
     """Mean mixed TVD against the share of contexts replaced by a human group, one panel per group size; the
     points where the mixed TVDs match the humans' (KS test) are filled."""
     import matplotlib.pyplot as plt
-
-    from harness.leaderboard.plots import save_figure
 
     reports = {label: r["replacement"] for label, r in by_model.items() if "replacement" in r}
     sizes = sorted({int(m) for r in reports.values() for m in r.get("curves", {})})
@@ -98,9 +93,6 @@ def replacement_plot(task: str, by_model: dict[str, dict[str, Any]], path: Path)
 def gap_predictors_plot(task: str, label: str, report: dict[str, Any], path: Path) -> bool:
     """The ARD coefficients with their 95% credible intervals; pruned features shown at 0 in grey."""
     import matplotlib.pyplot as plt
-    import numpy as np
-
-    from harness.leaderboard.plots import save_figure
 
     coefficients = report.get("coefficients") or []
     if not coefficients:
@@ -125,8 +117,6 @@ def gap_predictors_plot(task: str, label: str, report: dict[str, Any], path: Pat
 
 def write_analysis_plots(board: dict[str, Any], folder: Path) -> dict[str, list[str]]:
     """Every analysis figure the board's reports allow; per task, their paths relative to the board's folder."""
-    from harness.leaderboard.plots import file_slug
-
     by_task: dict[str, list[str]] = {}
     for task, by_model in board.get("analyses", {}).items():
         written = by_task.setdefault(task, [])

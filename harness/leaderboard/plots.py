@@ -13,8 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from harness.leaderboard.analyses import write_analysis_plots
-
 #: Contexts drawn in the PNG bar charts (the page shows any context).
 BAR_CONTEXTS = 6
 HUMAN_COLOUR = "#222222"
@@ -170,6 +168,8 @@ def write_plots(board: dict[str, Any], instances: dict[str, Any], output: Path) 
             path = folder / f"{file_slug(task)}-methods.png"
             if methods_plot(task, board, path):
                 written.append(f"plots/{path.name}")
+    from harness.leaderboard.analyses import write_analysis_plots  # it draws with this module's helpers
+
     for task, paths in write_analysis_plots(board, folder).items():
         by_task.setdefault(task, []).extend(paths)
     return by_task
