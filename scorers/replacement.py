@@ -112,13 +112,8 @@ class ReplacementScorer(ClozeScorer):
     def _ks(self) -> list[int]:
         return list(range(0, 100, self.args["step"])) + [100]
 
-    def _curves(
-        self, per_instance: list[dict[str, Any]], m: int, rng: np.random.Generator
-    ) -> list[list[tuple[int, float, float, float, bool]]]:
-        rows = [row[f"replacement_o{m}"] for row in per_instance if row.get(f"replacement_o{m}") is not None]
-        if len(rows) < 2:
-            return []
-        data = np.asarray(rows, dtype=np.float64)  # contexts x seeds x 2
+    def _curves(self, data: np.ndarray, rng: np.random.Generator) -> list[list[tuple[int, float, float, float, bool]]]:
+        """One mixed curve per seed of ``data`` (contexts x seeds x [TVD(model, B), TVD(A, B)])."""
         curves = []
         for seed in range(data.shape[1]):
             order = rng.permutation(data.shape[0])
@@ -130,16 +125,17 @@ class ReplacementScorer(ClozeScorer):
         rngs = metric_rngs(rng)
         self.curves = {}
         for m in self.args["oracle_sizes"]:
-            curves = self._curves(per_instance, m, rngs(f"order_o{m}"))
-            if not curves:
+            rows = [row[f"replacement_o{m}"] for row in per_instance if row.get(f"replacement_o{m}") is not None]
+            if len(rows) < 2:
                 continue
+            data = np.asarray(rows, dtype=np.float64)  # contexts x seeds x 2
+            curves = self._curves(data, rngs(f"order_o{m}"))
             self.curves[m] = curves
             first = [next(k for k, _, _, _, match in curve if match) for curve in curves]
             metrics[f"replacement_k_o{m}"] = Metric(
                 value=float(np.mean(first)), higher_is_better=False, n=len(curves), spread=split_spread(first)
             )
-            rows = [row[f"replacement_o{m}"] for row in per_instance if row.get(f"replacement_o{m}") is not None]
-            gaps = [float(np.mean([pair[0] - pair[1] for pair in seeds])) for seeds in rows]
+            gaps = (data[:, :, 0] - data[:, :, 1]).mean(axis=1)
             metrics[f"replacement_tvd_gap_o{m}"] = mean_metric(
                 gaps, False, rngs(f"gap_o{m}"), n_resamples=self.n_resamples, confidence=self.confidence
             )
