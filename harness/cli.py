@@ -1,4 +1,5 @@
-"""The ``harness`` command line: run, score, leaderboard, ls, validate, plugins.
+"""The ``harness`` command line: run, sweep, score, leaderboard, import, export, ls, validate, plugins,
+human-perplexity.
 
 Errors caused by input (a bad task file, missing data, an unknown model kind) are printed as one line on stderr
 with exit status 2; anything else is a bug and keeps its traceback.
@@ -147,6 +148,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("files", nargs="+")
 
     sub.add_parser("plugins", help="list loaded plugins and what they register")
+
+    p = sub.add_parser(
+        "human-perplexity", help="estimate a human's perplexity from relative judgments (docs/human-perplexity.md)"
+    )
+    p.add_argument("rounds", help="a JSON-lines file of judged rounds")
+    p.add_argument(
+        "--rounded", action="store_true", help="map each judgment to the nearest allowed answer (1%%, 10%%, ..., 99%%)"
+    )
+    p.add_argument("--json", metavar="OUT", help="also write the estimate (overall and per position) to this JSON file")
     return parser
 
 
@@ -397,6 +407,12 @@ def cmd_plugins(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_human_perplexity(args: argparse.Namespace) -> int:
+    from harness.relative_judgments import command
+
+    return command(Path(args.rounds), rounded=args.rounded, json_out=Path(args.json) if args.json else None)
+
+
 #: Options whose values may start with "-" (``--scorers -semantic``): argparse would read those as flags.
 SIGNED_VALUE_OPTIONS = ("--scorers",)
 
@@ -428,6 +444,7 @@ def main(argv: list[str] | None = None) -> int:
         "store": cmd_store,
         "validate": cmd_validate,
         "plugins": cmd_plugins,
+        "human-perplexity": cmd_human_perplexity,
     }
     try:
         return commands[args.command](args)

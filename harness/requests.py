@@ -19,6 +19,7 @@ from harness.kinds.scores import (
     SimilarityRequest,
     SimilarityResponse,
 )
+from harness.kinds.word_distribution import Surface, WordDistributionRequest, WordDistributionResponse
 from harness.usage import add_usage
 
 #: The requests a multiple-choice scorer may put in its bundle, and their responses.
@@ -43,6 +44,9 @@ __all__ = [
     "ScoringResponse",
     "SimilarityRequest",
     "SimilarityResponse",
+    "Surface",
+    "WordDistributionRequest",
+    "WordDistributionResponse",
     "WordMode",
     "add_usage",
 ]

@@ -52,8 +52,16 @@ def check_against_registry(config: TaskConfig, registry: Registry) -> list[Score
     scorers: list[Scorer] = []
     for i, spec in enumerate(config.scorers):
         if spec.name not in registry.scorers:
-            known = ", ".join(sorted(registry.scorers)) or "none"
-            raise TaskConfigError(file, f"scorers[{i}]", f"a registered scorer ({known}), got '{spec.name}'")
+            # Only the scorers that could score this task: the full list outgrows a one-line error.
+            fitting = [
+                name
+                for name in sorted(registry.scorers)
+                if not registry.scorer(name).request_kinds or config.request in registry.scorer(name).request_kinds
+            ]
+            known = ", ".join(fitting) or "none"
+            raise TaskConfigError(
+                file, f"scorers[{i}]", f"a registered scorer for {config.request} ({known}), got '{spec.name}'"
+            )
         cls = registry.scorer(spec.name)
         if cls.request_kinds and config.request not in cls.request_kinds:
             kinds = ", ".join(sorted(cls.request_kinds))

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from harness.hookspecs import hookimpl
+from scorers.biased_estimator import BiasedEstimatorScorer
 from scorers.choice.embedding import EmbeddingScorer
 from scorers.choice.free_generation import FreeGenerationScorer
 from scorers.choice.human import HumanChoiceScorer
@@ -16,12 +17,15 @@ from scorers.choice.robustness import RobustnessScorer
 from scorers.choice.string_scores import StringScorer
 from scorers.ece import EceScorer
 from scorers.entropy import EntropyScorer
+from scorers.exact_tvd import ExactTvdScorer
 from scorers.gap_predictors import GapPredictorsScorer
 from scorers.human_control import HumanControlScorer
+from scorers.next_token_accuracy import NextTokenAccuracyScorer
 from scorers.pos_tvd import PosTvdScorer
 from scorers.replacement import ReplacementScorer
 from scorers.sample_size import SampleSizeScorer
 from scorers.semantic_tvd import SemanticTvdScorer
+from scorers.token_level import TokenLevelScorer
 from scorers.top1 import Top1Scorer
 from scorers.tvd import TvdScorer
 from scorers.variability import LexicalScorer, SemanticScorer, SyntacticScorer
@@ -40,6 +44,10 @@ def register_scorers(register: Callable[[Any], None]) -> None:
         SemanticTvdScorer,
         ReplacementScorer,
         GapPredictorsScorer,
+        ExactTvdScorer,
+        BiasedEstimatorScorer,
+        TokenLevelScorer,
+        NextTokenAccuracyScorer,
         LexicalScorer,
         SyntacticScorer,
         SemanticScorer,

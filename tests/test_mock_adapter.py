@@ -22,6 +22,7 @@ from harness.requests import (
     NextTokenRequest,
     SampleWordsRequest,
     SimilarityRequest,
+    WordDistributionRequest,
 )
 from harness.results import VOLATILE_KEYS
 from plugins.mock.adapter import COMMON_WORDS, MockAdapter
@@ -49,6 +50,7 @@ def words(text: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------- determinism
 REQUESTS: list[tuple[str, Any]] = [
     ("sample_words", SampleWordsRequest(context=CONTEXT, n=200, seed=7)),
+    ("word_distribution", WordDistributionRequest(context=CONTEXT, words=("cat",), epsilon=0.05, n_samples=50, seed=7)),
     ("generate", GenerateRequest(prompt="Simplify: " + SOURCE, n=5, seed=7, max_new_tokens=20)),
     ("loglikelihood", LoglikelihoodRequest(context="The cat ", continuation="sat on the mat")),
     ("next_token", NextTokenRequest(context="Answer:", candidates=(" 1", " 2", " 3"))),
@@ -57,6 +59,7 @@ REQUESTS: list[tuple[str, Any]] = [
 
 OTHER: dict[str, Any] = {
     "sample_words": SampleWordsRequest(context="Another context", n=50, seed=1),
+    "word_distribution": WordDistributionRequest(context="Another context", n_samples=5, seed=1),
     "generate": GenerateRequest(prompt="Another prompt", n=2, seed=1),
     "loglikelihood": LoglikelihoodRequest(context="A dog", continuation=" ran"),
     "next_token": NextTokenRequest(context="Label:", candidates=(" A", " B")),
@@ -240,7 +243,14 @@ def test_a_resumed_run_gives_the_results_of_an_uninterrupted_run(cli: Any, tmp_p
 
 def test_the_mock_answers_every_kind_it_claims() -> None:
     adapter_cls = get_registry().model("mock")
-    assert adapter_cls.supported_requests == {"sample_words", "generate", "loglikelihood", "next_token", "similarity"}
+    assert adapter_cls.supported_requests == {
+        "sample_words",
+        "word_distribution",
+        "generate",
+        "loglikelihood",
+        "next_token",
+        "similarity",
+    }
     for kind, request in REQUESTS:
         assert answer(mock(), kind, request) is not None
     assert np.isfinite(answer(mock(), "similarity", REQUESTS[-1][1]).cosines).all()

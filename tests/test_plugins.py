@@ -69,9 +69,10 @@ def test_docs_cover_every_hookspec_with_its_signature() -> None:
 
 def test_builtin_kinds_are_registered_and_own_their_parameters() -> None:
     registry = get_registry()
-    assert registry.task_kinds() == ["sample_words", "generate", "multiple_choice"]
+    assert registry.task_kinds() == ["sample_words", "word_distribution", "generate", "multiple_choice"]
     assert set(registry.kinds) == {
         "sample_words",
+        "word_distribution",
         "generate",
         "multiple_choice",
         "loglikelihood",

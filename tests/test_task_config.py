@@ -102,7 +102,7 @@ def test_registry_checks_loader_scorer_and_args() -> None:
     registry = get_registry()
     with pytest.raises(TaskConfigError, match="field 'loader': a registered data loader"):
         check_against_registry(validate({**GOOD, "loader": "nope"}, "t.yaml"), registry)
-    with pytest.raises(TaskConfigError, match=r"field 'scorers\[0\]': a registered scorer"):
+    with pytest.raises(TaskConfigError, match=r"field 'scorers\[0\]': a registered scorer for"):
         check_against_registry(validate({**GOOD, "scorers": ["nope"]}, "t.yaml"), registry)
     with pytest.raises(TaskConfigError, match=r"field 'scorers\[0\].args'"):
         check_against_registry(

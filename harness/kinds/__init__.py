@@ -10,10 +10,12 @@ from harness.kinds.multiple_choice import MultipleChoiceKind
 from harness.kinds.option_probs import OptionProbsKind
 from harness.kinds.sample_words import SampleWordsKind
 from harness.kinds.scores import LoglikelihoodKind, NextTokenKind, SimilarityKind
+from harness.kinds.word_distribution import WordDistributionKind
 
 #: The kinds the harness itself provides, in the order ``harness ls kinds`` shows them.
 BUILTIN_KINDS: tuple[type[RequestKind], ...] = (
     SampleWordsKind,
+    WordDistributionKind,
     GenerateKind,
     MultipleChoiceKind,
     LoglikelihoodKind,

@@ -33,10 +33,13 @@ from harness.requests import (
     SampleWordsResponse,
     SimilarityRequest,
     SimilarityResponse,
+    WordDistributionRequest,
+    WordDistributionResponse,
 )
 from plugins.hf.generator import BatchGenerator
 from plugins.hf.loading import DTYPE_NAMES, LoadedModel, load_hf_model
 from plugins.hf.query_scoring import QueryScorer
+from plugins.hf.word_distribution import ExactWordSearch
 from plugins.hf.word_sampler import TrieWordSampler
 
 #: Contexts whose trie levels share forward passes (``--model-args contexts_per_pass=N``); see ``sample_many``.
@@ -58,7 +61,7 @@ class HFAdapter(ModelAdapter):
     """A Hugging Face model loaded once; requests are answered in fixed groups that share forward passes."""
 
     supported_requests: ClassVar[frozenset[str]] = frozenset(
-        {"sample_words", "generate", "loglikelihood", "next_token", "similarity"}
+        {"sample_words", "word_distribution", "generate", "loglikelihood", "next_token", "similarity"}
     )
     options: ClassVar[Options] = Options(
         Option(
@@ -115,6 +118,7 @@ class HFAdapter(ModelAdapter):
             batch_size=self._loaded.batch_size,
             name=spec.label,
         )
+        self._search: ExactWordSearch | None = None
         self._scorer: QueryScorer | None = QueryScorer(
             self._loaded.model,
             self._loaded.tokenizer,
@@ -142,6 +146,34 @@ class HFAdapter(ModelAdapter):
         """``request.n`` next words after each request's context (see ``docs/word-sampling.md``); the requests are
         answered together (their trie levels share forward passes)."""
         return self._word_sampler().sample_many(requests)
+
+    def word_distribution_many(self, requests: list[WordDistributionRequest]) -> list[WordDistributionResponse]:
+        """The exact next-word distribution after each context up to ``epsilon`` (``plugins.hf.word_distribution``),
+        with the words of ``n_samples`` samples drawn by the ordinary sampler with the request's seed."""
+        sampler = self._word_sampler()
+        if self._search is None:
+            self._search = ExactWordSearch(
+                self.loaded.model, self.loaded.tokenizer, batch_size=self.loaded.batch_size,
+                device=self.loaded.device,
+            )
+        responses = []
+        for request in requests:
+            sampled = SampleWordsResponse(counts={}, n_requested=0)
+            if request.n_samples:
+                sampled = sampler.sample(
+                    SampleWordsRequest(
+                        context=request.context,
+                        n=request.n_samples,
+                        seed=request.seed,
+                        temperature=request.temperature,
+                        max_new_tokens=request.max_new_tokens,
+                        instance_id=request.instance_id,
+                    )
+                )
+            response = self._search.distribution(request, sampled.counts)
+            response.tokens_evaluated += sampled.tokens_evaluated
+            responses.append(response)
+        return responses
 
     def generate_many(self, requests: list[GenerateRequest]) -> list[GenerateResponse]:
         """``request.n`` samples for each input (see ``docs/generation.md``). The group is answered together: each
@@ -195,6 +227,7 @@ class HFAdapter(ModelAdapter):
         """Drop the model and tokenizer and return cached GPU memory; safe to call twice."""
         device = self._loaded.device if self._loaded is not None else None
         self._sampler = None
+        self._search = None
         self._generator = None
         self._scorer = None
         self._loaded = None

@@ -40,6 +40,9 @@ from harness.requests import (
     SampleWordsResponse,
     SimilarityRequest,
     SimilarityResponse,
+    Surface,
+    WordDistributionRequest,
+    WordDistributionResponse,
 )
 
 #: Words every mock answer can use besides the input's own words (most frequent first).
@@ -156,7 +159,7 @@ class MockAdapter(ModelAdapter):
     ``similarity`` (the module docstring says how)."""
 
     supported_requests: ClassVar[frozenset[str]] = frozenset(
-        {"sample_words", "generate", "loglikelihood", "next_token", "similarity"}
+        {"sample_words", "word_distribution", "generate", "loglikelihood", "next_token", "similarity"}
     )
     options: ClassVar[Options] = MOCK_OPTIONS
 
@@ -210,6 +213,44 @@ class MockAdapter(ModelAdapter):
             n_requested=request.n,
             rejected={"truncated": rejected} if rejected else {},
             tokens_evaluated=len(request.context.split()) + 2 * request.n,
+        )
+
+    def word_distribution_many(self, requests: list[WordDistributionRequest]) -> list[WordDistributionResponse]:
+        self._wait()
+        return [self._word_distribution(r) for r in requests]
+
+    def _word_distribution(self, request: WordDistributionRequest) -> WordDistributionResponse:
+        """The mock's own word distribution (its Zipf weights, less the reject rate), listed most probable first
+        until at most ``epsilon`` is left unlisted; every word is one token (``" " + word``)."""
+        vocabulary = self._vocabulary(request.context)
+        weights = self._weights(len(vocabulary), DecodingConfig(temperature=request.temperature))
+        rate = float(self.settings["reject_rate"])
+        probs: dict[str, float] = {}
+        listed = 0.0
+        for word, weight in zip(vocabulary, weights.tolist(), strict=True):
+            if 1.0 - rate - listed <= request.epsilon:
+                break
+            probs[word] = weight * (1.0 - rate)
+            listed += probs[word]
+        weight_of = dict(zip(vocabulary, weights.tolist(), strict=True))
+        sampled = self._sample_words(
+            SampleWordsRequest(request.context, request.n_samples, request.seed, request.temperature)
+        ).counts
+        surface = {}
+        for word in sorted(set(request.words) | set(sampled) | {vocabulary[0]}):
+            p = weight_of.get(word, 0.0) * (1.0 - rate)
+            lp = math.log(p) if p > 0 else -math.inf
+            surface[word] = Surface(logprob=lp, end_logprob=0.0, first_token=" " + word, first_token_prob=p)
+        return WordDistributionResponse(
+            probs=probs,
+            residual=max(0.0, 1.0 - rate - listed),
+            rejected={"truncated": rate} if rate else {},
+            surface=surface,
+            top_tokens=[(" " + w, p * (1.0 - rate)) for w, p in zip(vocabulary[:10], weights.tolist(), strict=False)],
+            greedy=vocabulary[0],
+            sampled=sampled,
+            expansions=len(probs),
+            tokens_evaluated=len(request.context.split()) + len(probs),
         )
 
     def generate_many(self, requests: list[GenerateRequest]) -> list[GenerateResponse]:

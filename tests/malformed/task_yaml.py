@@ -468,7 +468,7 @@ CASES: list[Case] = [
         scorers="[{name: ece, args: {1: 2}}]",
     ),
     schema("scorers-twice", "'tvd' is listed twice", scorers="[tvd, tvd]"),
-    schema("scorers-unknown", "field 'scorers[0]': a registered scorer", scorers="[nope]"),
+    schema("scorers-unknown", "field 'scorers[0]': a registered scorer for", scorers="[nope]"),
     schema(
         "scorers-huge-name", "field 'scorers[1]': a scorer name (at most 100", scorers="[tvd, " + "y" * 100_000 + "]"
     ),
@@ -484,5 +484,5 @@ CASES: list[Case] = [
         "argument 'n_bins': expected a positive integer <= 1000000",
         scorers="[{name: ece, args: {n_bins: 1.0e+20}}]",
     ),
-    Case("scorers-unknown-run", RUN, "field 'scorers[0]': a registered scorer", task(scorers="[nope]")),
+    Case("scorers-unknown-run", RUN, "field 'scorers[0]': a registered scorer for", task(scorers="[nope]")),
 ]

@@ -1,0 +1,125 @@
+"""``token_level``: the next-word comparison one level down, on next tokens (Ilia & Aziz 2024, appendix D).
+
+The model's next-token distribution (one forward pass after the context) against the distribution of the first
+tokens of the human guesses. Each guess is spelled as it would follow the context (``" " + word`` after a context
+that ends without whitespace, so the first token carries the word-initial space the tokenizer puts there); the
+first tokens and their model probabilities come from the ``word_distribution`` response (``Surface``). Only the
+model's probabilities of the tokens some human started with are needed: the rest of its mass counts in full, so the
+TVD is exact, ``(sum_t |p_t - h_t| + 1 - sum_t p_t) / 2`` over the humans' tokens ``t``.
+
+Per instance: ``tvd_token_model``; ``tvd_token_oracle``, the same TVD between two random halves of the guesses
+(mean over ``n_splits``), the human control row; ``conf_token_model`` / ``correct_token_model``, the model's top
+next token and whether it is the corpus word's first token; ``conf_token_human`` / ``correct_token_human``, the
+same for the humans' most frequent first token. Metrics: the TVD means with bootstrap intervals, and
+``ece_token_{model,human}``, ``acc_token_{model,human}``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from harness.instances import Instance
+from harness.options import Option, Options, positive_int
+from harness.scoring import Metric
+from harness.seeding import metric_rngs
+from harness.stats import bootstrap_metric
+from scorers.calibration import expected_calibration_error
+from scorers.cloze import human_splits
+from scorers.distributions import top_word
+from scorers.exact_distribution import WordDistributionScorer
+
+
+def token_counts(counts: Mapping[str, int], first_token: Mapping[str, str]) -> dict[str, int]:
+    """Guesses counted by their first token (``first_token``: word to token text)."""
+    tokens: dict[str, int] = {}
+    for word, count in counts.items():
+        token = first_token[word]
+        tokens[token] = tokens.get(token, 0) + int(count)
+    return tokens
+
+
+def partial_tvd(model: Mapping[str, float], human: Mapping[str, int]) -> float:
+    """TVD between a full distribution known only on ``human``'s tokens (``model``) and ``human``'s counts.
+
+    >>> partial_tvd({" a": 0.5, " b": 0.1}, {" a": 1, " b": 1})
+    0.4
+    """
+    total = sum(human.values())
+    gap = math.fsum(abs(model.get(t, 0.0) - c / total) for t, c in human.items())
+    outside = 1.0 - math.fsum(model.get(t, 0.0) for t in human)
+    return round((gap + max(0.0, outside)) / 2, 15)
+
+
+def counts_tvd_tokens(a: Mapping[str, int], b: Mapping[str, int]) -> float:
+    na, nb = sum(a.values()), sum(b.values())
+    return math.fsum(abs(a.get(t, 0) / na - b.get(t, 0) / nb) for t in set(a) | set(b)) / 2
+
+
+class TokenLevelScorer(WordDistributionScorer):
+    """Next-token TVD and calibration, model and humans (module docstring)."""
+
+    name: ClassVar[str] = "token_level"
+    headline: ClassVar[tuple[str, ...] | None] = ("tvd_token_model", "tvd_token_oracle", "ece_token_model")
+    options: ClassVar[Options] = Options(
+        Option("n_bins", positive_int, 10, "equal-width confidence bins on [0, 1]"),
+        Option("n_splits", positive_int, 10, "random human half-splits for the oracle row"),
+    )
+
+    def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
+        cloze = self.cloze(instance)
+        if response is None:
+            return {}
+        exact = self.distribution(response)
+        first = {w: s.first_token for w, s in exact.surface.items()}
+        human = token_counts(cloze.human_counts, first)
+        model = {s.first_token: s.first_token_prob for s in exact.surface.values()}
+        gold = first.get(cloze.target)
+        human_top = top_word(human)
+        top_token, top_prob = exact.top_tokens[0] if exact.top_tokens else (None, 0.0)
+        oracle = []
+        if sum(human.values()) >= 2:
+            for half_a, half_b in human_splits(cloze.human_counts, self.args["n_splits"], rng):
+                if half_a and half_b:
+                    oracle.append(counts_tvd_tokens(token_counts(half_a, first), token_counts(half_b, first)))
+        return {
+            "tvd_token_model": partial_tvd(model, human),
+            "tvd_token_oracle": float(np.mean(oracle)) if oracle else None,
+            "top_token_model": top_token,
+            "conf_token_model": float(top_prob),
+            "correct_token_model": top_token is not None and top_token == gold,
+            "top_token_human": human_top,
+            "conf_token_human": human[human_top] / sum(human.values()) if human_top is not None else 0.0,
+            "correct_token_human": human_top is not None and human_top == gold,
+        }
+
+    def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
+        rows = [row for row in per_instance if "tvd_token_model" in row]
+        metrics = self.present_means(rows, ("tvd_token_model", "tvd_token_oracle"), False, rng)
+        rngs = metric_rngs(rng)
+        n_bins = self.args["n_bins"]
+        for who in ("model", "human"):
+            if not rows:
+                break
+            conf = np.array([float(row[f"conf_token_{who}"]) for row in rows])
+            correct = np.array([bool(row[f"correct_token_{who}"]) for row in rows])
+            metrics[f"ece_token_{who}"] = bootstrap_metric(
+                [conf, correct],
+                lambda c, k: expected_calibration_error(c, k, n_bins),
+                False,
+                rngs(f"ece_token_{who}"),
+                n_resamples=self.n_resamples,
+                confidence=self.confidence,
+            )
+            metrics[f"acc_token_{who}"] = bootstrap_metric(
+                [correct],
+                lambda k: float(np.mean(k)),
+                True,
+                rngs(f"acc_token_{who}"),
+                n_resamples=self.n_resamples,
+                confidence=self.confidence,
+            )
+        return metrics
