@@ -17,6 +17,7 @@ Per context: ``model_word``, ``model_token`` (bool), ``model_word_prob``, ``huma
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 import numpy as np
@@ -63,6 +64,10 @@ class NextTokenAccuracyScorer(WordDistributionScorer):
             }
         )
         return row
+
+    def controls(self, metrics: Collection[str]) -> dict[str, str]:
+        # The model's top-1 against one person's guess; one model sample (its probability) against one person too.
+        return {"model_word": "human_word", "model_token": "human_token", "model_word_prob": "human_word"}
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
         metrics = self.present_means(per_instance, KEYS, True, rng)

@@ -17,7 +17,7 @@ same for the humans' most frequent first token. Metrics: the TVD means with boot
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, ClassVar
 
 import numpy as np
@@ -94,6 +94,13 @@ class TokenLevelScorer(WordDistributionScorer):
             "top_token_human": human_top,
             "conf_token_human": human[human_top] / sum(human.values()) if human_top is not None else 0.0,
             "correct_token_human": human_top is not None and human_top == gold,
+        }
+
+    def controls(self, metrics: Collection[str]) -> dict[str, str]:
+        return {
+            "tvd_token_model": "tvd_token_oracle",
+            "ece_token_model": "ece_token_human",
+            "acc_token_model": "acc_token_human",
         }
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:

@@ -155,16 +155,17 @@ def response(**kwargs: Any) -> WordDistributionResponse:
 
 
 def test_exact_tvd_scorer_hand_case() -> None:
-    row = ExactTvdScorer(sizes=[2], n_repeats=3).score(INSTANCE, response(), np.random.default_rng(0))
+    row = ExactTvdScorer(sizes=[1, 2, 100000], n_repeats=20000).score(INSTANCE, response(), np.random.default_rng(0))
     # humans cat .5 car .25 dog .25; q cat .4 dog .3, r .3: gap .1 + .25 + .05 = .4, T = .35, lower .05.
-    assert row["tvd_exact_upper"] == pytest.approx(0.35) and row["tvd_exact_lower"] == pytest.approx(0.05)
-    assert row["tvd_exact"] == pytest.approx(0.2)
-    # sampled cat .75 the .25: |.25| + .25 + .25 + .25 = 1.0 / 2.
+    assert row["tvd_exact"] == pytest.approx(0.35) and row["tvd_exact_lower"] == pytest.approx(0.05)
+    # One simulated word: cat (.4) gives TVD .5, dog (.3) .75, the unresolved lump (.3) 1.0: mean .725, bias .375.
+    assert row["sampling_bias_at_n1"] == pytest.approx(0.375, abs=0.005)
+    assert abs(row["sampling_bias_at_n100000"]) < 0.003  # no bias left at a huge sample
+    assert row["sampling_bias_at_n1"] > row["sampling_bias_at_n2"] > 0
+    # sampled cat .75 the .25: |.25| + .25 + .25 + .25 = 1.0 / 2, against the interval [.05, .35].
     assert row["tvd_sampled"] == pytest.approx(0.5)
-    # The residual .3 is wider than max_residual .1: no bias is measured against so loose an exact value.
-    assert row["sampling_bias"] is None and row["tvd_sampled_at_n2"] is not None
-    tight = ExactTvdScorer(max_residual=0.5).score(INSTANCE, response(), np.random.default_rng(0))
-    assert tight["sampling_bias"] == pytest.approx(0.3)
+    assert row["observed_bias_min"] == pytest.approx(0.15) and row["observed_bias_max"] == pytest.approx(0.45)
+    assert row["tvd_sampled_at_n2"] is not None and "tvd_sampled_at_n100000" not in row
 
 
 def test_biased_estimator_hand_case() -> None:
@@ -238,3 +239,37 @@ def test_sampler_frequencies_match_the_exact_distribution_on_smollm2(smollm2: An
         spelled = math.exp(exact.surface[word].word_logprob)
         assert spelled <= exact.probs.get(word, 0.0) + exact.residual + 1e-6
         assert spelled >= 0.5 * exact.probs[word]  # the lower-case spelling is most of these words' mass
+
+
+# ------------------------------------------------------------------------------------------- a run end to end
+def test_provo_exact_on_the_mock_runs_and_rescores_identically(tmp_path: Any) -> None:
+    import json
+
+    from tests.conftest import run_main
+    from tests.helpers import require_provo
+
+    data = require_provo()
+    out = tmp_path / "runs"
+    run_main(
+        "run",
+        "--tasks",
+        "provo-exact",
+        "--model",
+        "mock:m",
+        "--limit",
+        "12",
+        "--output",
+        str(out),
+        "--data-dir",
+        str(data),
+    )
+    results = json.loads((out / "mock__m" / "results.json").read_text())
+    metrics = results["results"]["provo-exact"]
+    # The mock lists its own distribution to within epsilon, so the TVD interval is at most 0.05 wide.
+    assert metrics["tvd_exact,none"] - metrics["tvd_exact_lower,none"] <= 0.05 + 1e-9
+    for name in ("tvd_biased", "tvd_token_model", "tvd_token_oracle", "model_token", "human_word"):
+        assert f"{name},none" in metrics
+    assert results["responses"]["provo-exact"]["max_residual"] <= 0.05
+    run_main("score", str(out / "mock__m"), "--output-dir", str(tmp_path / "again"))
+    again = json.loads((tmp_path / "again" / "results.json").read_text())
+    assert again["results"]["provo-exact"] == metrics
