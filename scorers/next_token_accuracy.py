@@ -8,8 +8,9 @@ Provo's cloze data: how often does a predictor name the corpus word, and how oft
   unresolved mass could overturn. Its top-1 token is the most probable next token.
 - One person's accuracy is the share of individual guesses equal to the corpus word (``human_word``), or whose
   first token is the corpus word's first token (``human_token``): what a randomly chosen participant scores.
-- ``model_word_prob`` is the model's exact probability of the corpus word (a lower bound; within the residual):
-  the accuracy of one model sample, the fair counterpart of one person's guess.
+- ``model_word_prob`` is the model's probability of the corpus word, conditioned on a word as the sampler's counts
+  are (the lower end of ``WordDistributionResponse.word_probability``; the true value is at most the residual
+  more): the accuracy of one model sample, the fair counterpart of one person's guess.
 
 Per context: ``model_word``, ``model_token`` (bool), ``model_word_prob``, ``human_word``, ``human_token``
 (shares), ``top1_word_certain``. Metrics: their means over contexts with bootstrap intervals (higher is better).
@@ -59,7 +60,7 @@ class NextTokenAccuracyScorer(WordDistributionScorer):
                 "top1_word_certain": bool(ranked) and ranked[0][1] - runner_up > residual,
                 "model_top_token": exact.top_tokens[0][0] if exact.top_tokens else None,
                 "model_token": bool(exact.top_tokens) and exact.top_tokens[0][0] == gold_token,
-                "model_word_prob": probs.get(cloze.target, 0.0),
+                "model_word_prob": exact.word_probability(cloze.target)[0] / max(exact.word_mass, 1e-300),
                 "human_token": same_start / total,
             }
         )

@@ -141,6 +141,15 @@ class WordDistributionResponse:
             return {}, 1.0
         return {w: p / mass for w, p in self.probs.items()}, min(1.0, self.residual / mass)
 
+    def word_probability(self, word: str) -> tuple[float, float]:
+        """``(low, high)`` bounds of ``word``'s unconditional probability: what the search found for it, or the
+        probability of its canonical spelling if that is larger (one of the sequences that spell it, so also a lower
+        bound; it covers words the search never reached), and at most the residual more than the search found."""
+        found = self.probs.get(word, 0.0)
+        surface = self.surface.get(word)
+        spelled = math.exp(surface.word_logprob) if surface is not None else 0.0
+        return max(found, spelled), min(1.0, found + self.residual)
+
     def to_record(self) -> dict[str, Any]:
         record: dict[str, Any] = {
             "probs": dict(sorted(self.probs.items(), key=lambda kv: (-kv[1], kv[0]))),
