@@ -153,7 +153,9 @@ class HFAdapter(ModelAdapter):
         sampler = self._word_sampler()
         if self._search is None:
             self._search = ExactWordSearch(
-                self.loaded.model, self.loaded.tokenizer, batch_size=self.loaded.batch_size,
+                self.loaded.model,
+                self.loaded.tokenizer,
+                batch_size=self.loaded.batch_size,
                 device=self.loaded.device,
             )
         responses = []
