@@ -24,9 +24,6 @@ import numpy as np
 from harness.instances import Instance
 from harness.options import Option, Options, boolean, positive_int
 from harness.scoring import Metric
-from harness.seeding import metric_rngs
-from harness.stats import bootstrap_metric
-from scorers.calibration import expected_calibration_error
 from scorers.distributions import top_word, tvd
 from scorers.exact_distribution import WordDistributionScorer
 
@@ -85,19 +82,6 @@ class BiasedEstimatorScorer(WordDistributionScorer):
         rows = [row for row in per_instance if "tvd_biased" in row]
         metrics = self.present_means(rows, ("tvd_biased",), False, rng)
         metrics.update(self.present_means(rows, ("conf_biased",), None, rng))
-        metrics.update(self.present_means(rows, ("correct_biased",), True, rng))
-        if "correct_biased" in metrics:
-            metrics["acc_biased_corpus"] = metrics.pop("correct_biased")
-        if rows:
-            conf = np.array([float(row["conf_biased"]) for row in rows])
-            correct = np.array([bool(row["correct_biased"]) for row in rows])
-            n_bins = self.args["n_bins"]
-            metrics["ece_biased_corpus"] = bootstrap_metric(
-                [conf, correct],
-                lambda c, k: expected_calibration_error(c, k, n_bins),
-                False,
-                metric_rngs(rng)("ece_biased_corpus"),
-                n_resamples=self.n_resamples,
-                confidence=self.confidence,
-            )
+        names = ("ece_biased_corpus", "acc_biased_corpus")
+        metrics.update(self.top1_metrics(rows, "biased", names, self.args["n_bins"], rng))
         return metrics

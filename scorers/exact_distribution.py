@@ -14,8 +14,14 @@ import math
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
+import numpy as np
+
 from harness.errors import HarnessError
 from harness.requests import WordDistributionResponse
+from harness.scoring import Metric
+from harness.seeding import metric_rngs
+from harness.stats import bootstrap_metric
+from scorers.calibration import expected_calibration_error
 from scorers.cloze import ClozeScorer
 
 
@@ -46,3 +52,22 @@ class WordDistributionScorer(ClozeScorer):
         if not isinstance(response, WordDistributionResponse):
             raise HarnessError(f"scorer '{self.name}' needs word_distribution responses, got {type(response).__name__}")
         return response
+
+    def top1_metrics(
+        self, rows: list[dict[str, Any]], who: str, names: tuple[str, str], n_bins: int, rng: np.random.Generator
+    ) -> dict[str, Metric]:
+        """ECE and accuracy of top-1 predictions (``conf_{who}``, ``correct_{who}`` per row) under ``names``, each
+        with a bootstrap interval over instances (one generator per metric name, ``metric_rngs``)."""
+        if not rows:
+            return {}
+        conf = np.array([float(row[f"conf_{who}"]) for row in rows])
+        correct = np.array([bool(row[f"correct_{who}"]) for row in rows])
+        rngs = metric_rngs(rng)
+        kw: dict[str, Any] = {"n_resamples": self.n_resamples, "confidence": self.confidence}
+        ece, accuracy = names
+        return {
+            ece: bootstrap_metric(
+                [conf, correct], lambda c, k: expected_calibration_error(c, k, n_bins), False, rngs(ece), **kw
+            ),
+            accuracy: bootstrap_metric([correct], lambda k: float(np.mean(k)), True, rngs(accuracy), **kw),
+        }

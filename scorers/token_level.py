@@ -25,11 +25,8 @@ import numpy as np
 from harness.instances import Instance
 from harness.options import Option, Options, positive_int
 from harness.scoring import Metric
-from harness.seeding import metric_rngs
-from harness.stats import bootstrap_metric
-from scorers.calibration import expected_calibration_error
 from scorers.cloze import human_splits
-from scorers.distributions import top_word
+from scorers.distributions import counts_tvd, top_word
 from scorers.exact_distribution import WordDistributionScorer
 
 
@@ -52,11 +49,6 @@ def partial_tvd(model: Mapping[str, float], human: Mapping[str, int]) -> float:
     gap = math.fsum(abs(model.get(t, 0.0) - c / total) for t, c in human.items())
     outside = 1.0 - math.fsum(model.get(t, 0.0) for t in human)
     return round((gap + max(0.0, outside)) / 2, 15)
-
-
-def counts_tvd_tokens(a: Mapping[str, int], b: Mapping[str, int]) -> float:
-    na, nb = sum(a.values()), sum(b.values())
-    return math.fsum(abs(a.get(t, 0) / na - b.get(t, 0) / nb) for t in set(a) | set(b)) / 2
 
 
 class TokenLevelScorer(WordDistributionScorer):
@@ -84,7 +76,7 @@ class TokenLevelScorer(WordDistributionScorer):
         if sum(human.values()) >= 2:
             for half_a, half_b in human_splits(cloze.human_counts, self.args["n_splits"], rng):
                 if half_a and half_b:
-                    oracle.append(counts_tvd_tokens(token_counts(half_a, first), token_counts(half_b, first)))
+                    oracle.append(counts_tvd(token_counts(half_a, first), token_counts(half_b, first)))
         return {
             "tvd_token_model": partial_tvd(model, human),
             "tvd_token_oracle": float(np.mean(oracle)) if oracle else None,
@@ -106,27 +98,7 @@ class TokenLevelScorer(WordDistributionScorer):
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
         rows = [row for row in per_instance if "tvd_token_model" in row]
         metrics = self.present_means(rows, ("tvd_token_model", "tvd_token_oracle"), False, rng)
-        rngs = metric_rngs(rng)
-        n_bins = self.args["n_bins"]
         for who in ("model", "human"):
-            if not rows:
-                break
-            conf = np.array([float(row[f"conf_token_{who}"]) for row in rows])
-            correct = np.array([bool(row[f"correct_token_{who}"]) for row in rows])
-            metrics[f"ece_token_{who}"] = bootstrap_metric(
-                [conf, correct],
-                lambda c, k: expected_calibration_error(c, k, n_bins),
-                False,
-                rngs(f"ece_token_{who}"),
-                n_resamples=self.n_resamples,
-                confidence=self.confidence,
-            )
-            metrics[f"acc_token_{who}"] = bootstrap_metric(
-                [correct],
-                lambda k: float(np.mean(k)),
-                True,
-                rngs(f"acc_token_{who}"),
-                n_resamples=self.n_resamples,
-                confidence=self.confidence,
-            )
+            names = (f"ece_token_{who}", f"acc_token_{who}")
+            metrics.update(self.top1_metrics(rows, f"token_{who}", names, self.args["n_bins"], rng))
         return metrics
