@@ -49,21 +49,21 @@ def check_against_registry(config: TaskConfig, registry: Registry) -> list[Score
     if config.loader not in registry.loaders:
         known = ", ".join(sorted(registry.loaders)) or "none"
         raise TaskConfigError(file, "loader", f"a registered data loader ({known}), got '{config.loader}'")
+
+    def scores_this_kind(cls: type[Scorer]) -> bool:
+        return not cls.request_kinds or config.request in cls.request_kinds
+
     scorers: list[Scorer] = []
     for i, spec in enumerate(config.scorers):
         if spec.name not in registry.scorers:
             # Only the scorers that could score this task: the full list outgrows a one-line error.
-            fitting = [
-                name
-                for name in sorted(registry.scorers)
-                if not registry.scorer(name).request_kinds or config.request in registry.scorer(name).request_kinds
-            ]
+            fitting = [name for name in sorted(registry.scorers) if scores_this_kind(registry.scorer(name))]
             known = ", ".join(fitting) or "none"
             raise TaskConfigError(
                 file, f"scorers[{i}]", f"a registered scorer for {config.request} ({known}), got '{spec.name}'"
             )
         cls = registry.scorer(spec.name)
-        if cls.request_kinds and config.request not in cls.request_kinds:
+        if not scores_this_kind(cls):
             kinds = ", ".join(sorted(cls.request_kinds))
             raise TaskConfigError(
                 file, f"scorers[{i}]", f"a scorer for '{config.request}' requests; '{spec.name}' scores {kinds}"

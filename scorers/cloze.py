@@ -15,7 +15,7 @@ Rules that every cloze scorer applies the same way live here, so that the metric
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
@@ -27,6 +27,9 @@ from harness.scoring import Metric
 from harness.seeding import metric_rngs
 from harness.stats import mean_metric
 from scorers.distributions import split_halves
+
+#: A response type with ``from_record`` (``SampleWordsResponse``, ``WordDistributionResponse``).
+R = TypeVar("R")
 
 
 class ClozeScorer(ArgsScorer):
@@ -42,13 +45,18 @@ class ClozeScorer(ArgsScorer):
             raise HarnessError(f"scorer '{self.name}': instance '{instance.id}' has no human guesses")
         return instance
 
+    def response_as(self, response: Any, response_type: type[R], kind: str) -> R:
+        """``response`` as a ``response_type`` of request kind ``kind``; a stored record (``to_record`` dict) is
+        accepted too."""
+        if isinstance(response, Mapping):
+            response = response_type.from_record(dict(response))  # type: ignore[attr-defined]
+        if not isinstance(response, response_type):
+            raise HarnessError(f"scorer '{self.name}' needs {kind} responses, got {type(response).__name__}")
+        return response
+
     def as_response(self, response: Any) -> SampleWordsResponse:
         """The response as a ``SampleWordsResponse``; a stored record (``to_record`` dict) is accepted too."""
-        if isinstance(response, Mapping):
-            response = SampleWordsResponse.from_record(dict(response))
-        if not isinstance(response, SampleWordsResponse):
-            raise HarnessError(f"scorer '{self.name}' needs sample_words responses, got {type(response).__name__}")
-        return response
+        return self.response_as(response, SampleWordsResponse, "sample_words")
 
     def present_means(
         self, per_instance: list[dict[str, Any]], keys: tuple[str, ...], higher_is_better: bool | None, rng: Any

@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import HarnessError
 from harness.requests import WordDistributionResponse
 from harness.scoring import Metric
 from harness.seeding import metric_rngs
@@ -47,11 +46,7 @@ class WordDistributionScorer(ClozeScorer):
 
     def distribution(self, response: Any) -> WordDistributionResponse:
         """The response as a ``WordDistributionResponse``; a stored record (``to_record`` dict) is accepted too."""
-        if isinstance(response, Mapping):
-            response = WordDistributionResponse.from_record(dict(response))
-        if not isinstance(response, WordDistributionResponse):
-            raise HarnessError(f"scorer '{self.name}' needs word_distribution responses, got {type(response).__name__}")
-        return response
+        return self.response_as(response, WordDistributionResponse, "word_distribution")
 
     def top1_metrics(
         self, rows: list[dict[str, Any]], who: str, names: tuple[str, str], n_bins: int, rng: np.random.Generator

@@ -31,7 +31,7 @@ from harness.decoding import DecodingConfig, sampling_temperature
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
 from harness.kinds.base import RequestKind, add_counts
-from harness.kinds.sample_words import MAX_WORD_TOKENS, top_shares
+from harness.kinds.sample_words import MAX_WORD_TOKENS, SampleWordsRequest, top_shares
 from harness.options import Option, Options, int_range, number_range, positive_int
 
 if TYPE_CHECKING:
@@ -68,6 +68,17 @@ class WordDistributionRequest:
             raise ValueError(f"max_expansions must be at least 1, got {self.max_expansions}")
         if self.n_samples < 0:
             raise ValueError(f"n_samples must be non-negative, got {self.n_samples}")
+
+    def sample_request(self) -> SampleWordsRequest:
+        """The ordinary ``sample_words`` request for the ``n_samples`` words drawn beside the search."""
+        return SampleWordsRequest(
+            context=self.context,
+            n=self.n_samples,
+            seed=self.seed,
+            temperature=self.temperature,
+            max_new_tokens=self.max_new_tokens,
+            instance_id=self.instance_id,
+        )
 
     def to_record(self) -> dict[str, Any]:
         record = asdict(self)

@@ -162,16 +162,7 @@ class HFAdapter(ModelAdapter):
         for request in requests:
             sampled = SampleWordsResponse(counts={}, n_requested=0)
             if request.n_samples:
-                sampled = sampler.sample(
-                    SampleWordsRequest(
-                        context=request.context,
-                        n=request.n_samples,
-                        seed=request.seed,
-                        temperature=request.temperature,
-                        max_new_tokens=request.max_new_tokens,
-                        instance_id=request.instance_id,
-                    )
-                )
+                sampled = sampler.sample(request.sample_request())
             response = self._search.distribution(request, sampled.counts)
             response.tokens_evaluated += sampled.tokens_evaluated
             responses.append(response)

@@ -43,9 +43,9 @@ from harness.kinds.word_distribution import (
     WordDistributionRequest,
     WordDistributionResponse,
 )
-from harness.text import decide_word
+from harness.text import Outcome, decide_word
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
-from plugins.hf.word_sampler import _gather, _mergeable
+from plugins.hf.word_sampler import TrieWordSampler, _gather, _mergeable
 
 #: Children of a node ranked without a full sort; a full sort happens only when the rest holds mass that matters.
 TOP_CHILDREN = 256
@@ -131,12 +131,10 @@ class ExactWordSearch:
 
     @staticmethod
     def _probs(logits: torch.Tensor, temperature: float) -> np.ndarray:
-        """Softmax in float32 (as the sampler), renormalised in float64 so masses add up exactly."""
-        probs = torch.softmax(logits.detach().float() / temperature, dim=-1).cpu().numpy().astype(np.float64)
-        total = probs.sum(axis=-1, keepdims=True)
-        if not np.all(np.isfinite(total)) or np.any(total <= 0):
-            raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
-        out: np.ndarray = probs / total
+        """The sampler's float32 softmax (with its check of the logits), renormalised in float64 so that masses add
+        up exactly."""
+        probs = TrieWordSampler._probabilities(logits, temperature).astype(np.float64)
+        out: np.ndarray = probs / probs.sum(axis=-1, keepdims=True)
         return out
 
     # --------------------------------------------------------------------------------------------- the search
@@ -292,6 +290,10 @@ class _Search:
         if mass > 0:
             table[key] = table.get(key, 0.0) + mass
 
+    def _decide(self, text: str, ended: bool, depth: int) -> Outcome:
+        """The sampler's word rule (``mode=exact``) for a prefix of ``depth`` tokens reading ``text``."""
+        return decide_word(text, ended=ended, depth=depth, mode="exact", max_new_tokens=self.request.max_new_tokens)
+
     def _settle(self, kind: str, value: str, mass: float) -> None:
         self._add(self.words if kind == "word" else self.rejected, value, mass)
 
@@ -299,13 +301,12 @@ class _Search:
         """Resolve what one forward pass after ``node`` settles at once; queue its other children as a tail."""
         self.expansions += 1
         depth = len(node.tokens) + 1
-        settle = {"mode": "exact", "max_new_tokens": self.request.max_new_tokens}
         handled = self.eos.copy()
         if self.eos_ids.size:
-            kind, value = decide_word(node.text, ended=True, depth=depth, **settle)  # type: ignore[arg-type]
+            kind, value = self._decide(node.text, True, depth)
             self._settle(kind, value, node.mass * float(probs[self.eos_ids].sum()))
         if node.text and not node.text.endswith("\ufffd"):
-            kind, value = decide_word(node.text + " ", ended=False, depth=depth, **settle)  # type: ignore[arg-type]
+            kind, value = self._decide(node.text + " ", False, depth)
             if kind == "word":
                 ends = self.space & ~self.eos
                 self._settle(kind, value, node.mass * float(probs[ends].sum()))
@@ -356,9 +357,7 @@ class _Search:
                 text = self.decoder(tokens)
             else:
                 text = node.text + piece
-            kind, value = decide_word(
-                text, ended=False, depth=depth, mode="exact", max_new_tokens=self.request.max_new_tokens
-            )
+            kind, value = self._decide(text, False, depth)
             if kind == "open":
                 self._push(mass, _Node(tokens, text, mass))
             else:

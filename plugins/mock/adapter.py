@@ -233,9 +233,7 @@ class MockAdapter(ModelAdapter):
             probs[word] = weight * (1.0 - rate)
             listed += probs[word]
         weight_of = dict(zip(vocabulary, weights.tolist(), strict=True))
-        sampled = self._sample_words(
-            SampleWordsRequest(request.context, request.n_samples, request.seed, request.temperature)
-        ).counts
+        sampled = self._sample_words(request.sample_request()).counts
         surface = {}
         for word in sorted(set(request.words) | set(sampled) | {vocabulary[0]}):
             p = weight_of.get(word, 0.0) * (1.0 - rate)
