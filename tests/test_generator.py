@@ -24,7 +24,7 @@ from scipy import stats
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
 from plugins.hf import generator as gen
 from plugins.hf.generation_text import finish_row, first_stop, scan_row, validate_request
-from plugins.hf.generator import BatchGenerator, build_warpers, draw_tokens
+from plugins.hf.generator import BatchGenerator, build_warpers
 from plugins.hf.prefix_attention import (
     GroupPrefix,
     PassPrefix,
@@ -102,23 +102,6 @@ def test_validate_request() -> None:
         validate_request(GenerateRequest(prompt="x", n=1, seed=0, max_new_tokens=0))
     with pytest.raises(ValueError, match="stop strings"):
         validate_request(GenerateRequest(prompt="x", n=1, seed=0, stop=("",)))
-
-
-def test_draw_tokens_is_exact_inverse_transform() -> None:
-    probs = torch.tensor([[0.0, 0.25, 0.0, 0.75, 0.0]] * 5)
-    uniforms = torch.tensor([0.0, 0.2499, 0.25, 0.9999, 1.0 - 2**-53], dtype=torch.float64)
-    # Zero-probability tokens (0, 2, 4) have empty intervals and are never drawn, not even for u -> 1.
-    assert draw_tokens(probs, uniforms).tolist() == [1, 1, 3, 3, 3]
-    with pytest.raises(FloatingPointError):
-        draw_tokens(torch.tensor([[float("nan"), 1.0]]), torch.tensor([0.5], dtype=torch.float64))
-
-
-def test_draw_tokens_distribution() -> None:
-    rng = np.random.default_rng(0)
-    p = torch.tensor([0.5, 0.2, 0.2, 0.1])
-    tokens = draw_tokens(p.expand(20000, 4), torch.from_numpy(rng.random(20000))).tolist()
-    counts = np.bincount(tokens, minlength=4)
-    assert stats.chisquare(counts, 20000 * p.numpy()).pvalue > 1e-3
 
 
 def test_warpers_are_generates_own() -> None:

@@ -37,6 +37,7 @@ import torch
 
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
 from plugins.hf import prefix_attention
+from plugins.hf.draws import draw_tokens
 from plugins.hf.generation_text import finish_row, validate_request
 from plugins.hf.plain_generate import generate_plain
 from plugins.hf.prefix_attention import GroupPrefix, PassPrefix, SharedPrefix
@@ -63,19 +64,6 @@ def build_warpers(decoding: DecodingConfig) -> list[Any]:
     if decoding.typical_p < 1.0:
         warpers.append(TypicalLogitsWarper(mass=float(decoding.typical_p), min_tokens_to_keep=1))
     return warpers
-
-
-def draw_tokens(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
-    """One token per row of ``probs`` by inverse transform: ``uniforms[r] * total`` searched in the row's float64
-    cumulative sum. A token of probability 0 (masked by a warper) has an empty interval and is never drawn."""
-    cdf = torch.cumsum(probs, dim=-1, dtype=torch.float64)
-    total = cdf[:, -1:].contiguous()
-    if not bool((torch.isfinite(total) & (total > 0)).all()):
-        raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
-    tokens = torch.searchsorted(cdf, uniforms.to(cdf.device, torch.float64)[:, None] * total, right=True)
-    # ``u * total`` can round up to ``total`` for ``u`` within 2**-53 of 1: keep it on the last token with mass.
-    last = torch.searchsorted(cdf, total, right=False)
-    return torch.minimum(tokens, last)[:, 0]
 
 
 @dataclass

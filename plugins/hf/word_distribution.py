@@ -133,7 +133,7 @@ class ExactWordSearch:
     def _probs(logits: torch.Tensor, temperature: float) -> np.ndarray:
         """The sampler's float32 softmax (with its check of the logits), renormalised in float64 so that masses add
         up exactly."""
-        probs = TrieWordSampler._probabilities(logits, temperature).astype(np.float64)
+        probs = TrieWordSampler._probabilities(logits, temperature).cpu().numpy().astype(np.float64)
         out: np.ndarray = probs / probs.sum(axis=-1, keepdims=True)
         return out
 

@@ -39,6 +39,7 @@ import torch
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.text import Outcome, decide_word
 from plugins.hf import prefix_attention
+from plugins.hf.draws import draw_counts
 from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 
@@ -169,12 +170,12 @@ class TrieWordSampler:
         return out.logits[:, -1, :], out.past_key_values
 
     @staticmethod
-    def _probabilities(logits: torch.Tensor, temperature: float) -> np.ndarray:
+    def _probabilities(logits: torch.Tensor, temperature: float) -> torch.Tensor:
         """Full-softmax next-token probabilities (float32, as in ``generate``) for one forward pass's rows.
 
         The softmax of ``logits / temperature`` (temperature > 0, checked by the request) runs on the model's
-        device. Rows are turned into float64 cumulative sums one at a time in ``_draw``, so memory stays
-        at ``batch_size`` float32 vocabularies however wide a trie level is.
+        device and stays there: the draws (:func:`plugins.hf.draws.draw_counts`) search it on the device too, so only
+        the drawn token ids come back to the host.
         """
         rows = logits.detach().float()
         probs = torch.softmax(rows / temperature, dim=-1)
@@ -182,8 +183,7 @@ class TrieWordSampler:
         # -inf logits are a legitimate "never" (masked tokens); NaN, +inf or an all -inf row poison the softmax.
         if not bool((torch.isfinite(sums) & (sums > 0)).all()):
             raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
-        p: np.ndarray = probs.cpu().numpy()
-        return p
+        return probs
 
     def _rows_per_pass(self, row_bytes: int) -> int:
         """``batch_size``, lowered so one pass's gathered cache (``row_bytes`` per row) fits ``max_cache_bytes``."""
@@ -306,10 +306,13 @@ class TrieWordSampler:
                 level: list[_Node] = []
                 for chunk in chunks:
                     probs = self._probabilities(chunk.logits, requests[0].temperature)
-                    for row in range(chunk.start, chunk.end):
+                    # Each request's stream is consumed row by row, in row order, as if the rows were drawn alone.
+                    rows = range(chunk.start, chunk.end)
+                    uniforms = [rngs[parents[row].req].random(parents[row].count) for row in rows]
+                    for row, drawn in zip(rows, draw_counts(probs, uniforms), strict=True):
                         parent = parents[row]
                         i = parent.req
-                        for token, count in _draw(rngs[i], probs[row - chunk.start], parent.count):
+                        for token, count in drawn:
                             child = self._child(parent, row, token, count, decoders[i], requests[i])
                             kind, value = child.outcome
                             if kind == "word":
@@ -346,24 +349,6 @@ def _segments(rows: list[_Node]) -> list[tuple[int, int, int]]:
             segments.append((rows[start].req, start, k))
             start = k
     return segments
-
-
-def _draw(rng: np.random.Generator, probs: np.ndarray, count: int) -> list[tuple[int, int]]:
-    """Split ``count`` samples over the next tokens: ``count`` i.i.d. categorical draws, as (token, count) pairs.
-
-    The counts of ``count`` i.i.d. draws from ``probs`` are exactly a ``Multinomial(count, probs)`` draw. Drawing
-    them by inverse transform (uniforms searched in the float64 cumulative sum) costs one vectorised cumulative sum
-    plus ``count * log(vocab)``, where ``rng.multinomial`` walks the vocabulary with one binomial draw per token,
-    which made it the second largest cost of a trie level. A token of probability 0 has an empty interval and is
-    never drawn. Pairs come sorted by token id.
-    """
-    cdf = np.cumsum(probs, dtype=np.float64)
-    total = cdf[-1]
-    tokens = np.searchsorted(cdf, rng.random(count) * total, side="right")
-    # ``u * total`` can round up to ``total`` for ``u`` within 2**-53 of 1: keep it on the last token with mass.
-    np.minimum(tokens, np.searchsorted(cdf, total, side="left"), out=tokens)
-    values, counts = np.unique(tokens, return_counts=True)
-    return list(zip(values.tolist(), counts.tolist(), strict=True))
 
 
 def _validate(request: SampleWordsRequest) -> None:

@@ -1,0 +1,67 @@
+"""Inverse-transform draws (``plugins.hf.draws``): exact tokens on hand cases, the right distribution, and the same
+tokens as the per-row ``numpy`` version the trie sampler used before (so results did not change)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from plugins.hf.draws import draw_counts, draw_tokens
+
+
+def test_draw_tokens_is_exact_inverse_transform() -> None:
+    probs = torch.tensor([[0.0, 0.25, 0.0, 0.75, 0.0]] * 5)
+    uniforms = torch.tensor([0.0, 0.2499, 0.25, 0.9999, 1.0 - 2**-53], dtype=torch.float64)
+    # Zero-probability tokens (0, 2, 4) have empty intervals and are never drawn, not even for u -> 1.
+    assert draw_tokens(probs, uniforms).tolist() == [1, 1, 3, 3, 3]
+    with pytest.raises(FloatingPointError):
+        draw_tokens(torch.tensor([[float("nan"), 1.0]]), torch.tensor([0.5], dtype=torch.float64))
+
+
+def test_draw_tokens_distribution() -> None:
+    rng = np.random.default_rng(0)
+    p = torch.tensor([0.5, 0.2, 0.2, 0.1])
+    tokens = draw_tokens(p.expand(20000, 4), torch.from_numpy(rng.random(20000))).tolist()
+    counts = np.bincount(tokens, minlength=4)
+    assert stats.chisquare(counts, 20000 * p.numpy()).pvalue > 1e-3
+
+
+def test_draw_counts_hand_case() -> None:
+    probs = torch.tensor([[0.0, 0.25, 0.0, 0.75, 0.0], [0.5, 0.5, 0.0, 0.0, 0.0]])
+    uniforms = [np.array([0.0, 0.2499, 0.25, 0.9999, 1.0 - 2**-53]), np.array([0.7])]
+    # Row 0: two uniforms below 0.25 land on token 1, three on token 3 (never on the empty intervals 0, 2, 4).
+    assert draw_counts(probs, uniforms) == [[(1, 2), (3, 3)], [(1, 1)]]
+    assert draw_counts(probs, [np.array([]), np.array([])]) == [[], []]
+    with pytest.raises(ValueError, match="rows of uniforms"):
+        draw_counts(probs, [np.array([0.5])])
+    with pytest.raises(FloatingPointError):
+        draw_counts(torch.tensor([[float("nan"), 1.0]]), [np.array([0.5])])
+
+
+def _per_row_numpy(rng: np.random.Generator, probs: np.ndarray, count: int) -> list[tuple[int, int]]:
+    """The trie sampler's former draw, one row at a time on the host (kept here as the reference)."""
+    cdf = np.cumsum(probs, dtype=np.float64)
+    total = cdf[-1]
+    tokens = np.searchsorted(cdf, rng.random(count) * total, side="right")
+    np.minimum(tokens, np.searchsorted(cdf, total, side="left"), out=tokens)
+    values, counts = np.unique(tokens, return_counts=True)
+    return list(zip(values.tolist(), counts.tolist(), strict=True))
+
+
+def test_draw_counts_equals_the_per_row_numpy_draws() -> None:
+    torch.manual_seed(0)
+    probs = torch.softmax(torch.randn(64, 4096) * 4, dim=-1)
+    counts = [int(c) for c in np.random.default_rng(1).integers(0, 300, size=64)]
+    rng_a, rng_b = np.random.default_rng(7), np.random.default_rng(7)
+    expected = [_per_row_numpy(rng_a, probs[r].numpy(), c) for r, c in enumerate(counts)]
+    assert draw_counts(probs, [rng_b.random(c) for c in counts]) == expected
+
+
+def test_draw_counts_distribution() -> None:
+    p = torch.tensor([[0.5, 0.2, 0.2, 0.1]])
+    ((*pairs,),) = draw_counts(p, [np.random.default_rng(0).random(20000)])
+    counts = np.array([c for _, c in pairs])
+    assert [t for t, _ in pairs] == [0, 1, 2, 3]
+    assert stats.chisquare(counts, 20000 * p[0].numpy()).pvalue > 1e-3
