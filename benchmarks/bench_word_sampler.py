@@ -40,8 +40,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from harness.requests import SampleWordsRequest  # noqa: E402
+from harness.stats import homogeneity_pvalue  # noqa: E402
+from harness.text import decide_word  # noqa: E402
 from plugins.hf.loading import load_hf_model  # noqa: E402
-from plugins.hf.tokens import encode_context  # noqa: E402
+from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids  # noqa: E402
 from plugins.hf.word_sampler import DEFAULT_BATCH_SIZE, TrieWordSampler  # noqa: E402
 
 
@@ -55,6 +57,7 @@ class Row:
     exact_positions: int
     top_words: str
     paper_cpu: float = 0.0
+    paper_counts: dict[str, int] | None = None
     generate_s: float | None = None
     generate_cpu: float | None = None
     generate_positions: int | None = None
@@ -95,17 +98,32 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine()
 
 
+def device_name(device: torch.device) -> str:
+    """The GPU's name on CUDA, else the CPU's (timings are only comparable on the same device)."""
+    if device.type == "cuda":
+        return f"{torch.cuda.get_device_name(device)} (host: {cpu_name()})"
+    return cpu_name()
+
+
+def synchronize(device: torch.device) -> None:
+    """Wait for the GPU's queued work, so a host clock reads the time the work took (no-op on a CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def time_generate(
     model: Any, ids: list[int], n: int, max_new_tokens: int, pad: int, seed: int
 ) -> tuple[float, float, int]:
     """Wall and CPU time of plain sampling, and the positions it evaluated: ``n * (context + steps - 1)``."""
+    device = next(model.parameters()).device
     torch.manual_seed(seed)
+    synchronize(device)
     cpu = time.process_time()
     start = time.perf_counter()
     with torch.inference_mode():
         out = model.generate(
-            torch.tensor([ids]),
-            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            torch.tensor([ids], device=device),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=device),
             do_sample=True,
             top_k=0,
             top_p=1.0,
@@ -114,9 +132,59 @@ def time_generate(
             num_return_sequences=n,
             pad_token_id=pad,
         )
+    synchronize(device)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
     steps = out.shape[1] - len(ids)  # every row runs every step: finished rows are padded, not dropped
     return seconds, cpu, n * (len(ids) + steps - 1)
+
+
+def paper_word(tokens: list[int], decoder: ContinuationDecoder, eos: set[int], max_new_tokens: int) -> str:
+    """The paper-mode word of one whole sample, by the rule the trie applies prefix by prefix."""
+    for depth in range(1, len(tokens) + 1):
+        ended = tokens[depth - 1] in eos
+        text = decoder(tokens[: depth - 1] if ended else tokens[:depth])
+        kind, value = decide_word(text, ended=ended, depth=depth, mode="paper", max_new_tokens=max_new_tokens)
+        if kind != "open":
+            return value
+    return decide_word(decoder(tokens), ended=True, depth=len(tokens), mode="paper", max_new_tokens=max_new_tokens)[1]
+
+
+def time_vllm(
+    path: str, dtype: str, contexts: list[str], rows: list[Row], tokenizer: Any, model: Any, args: argparse.Namespace
+) -> None:
+    """vLLM's offline ``LLM.generate`` with ``n`` samples of ``--max-new-tokens`` tokens per context, prefix caching
+    on: what a user would otherwise run for paper mode. Times each context's call (words are extracted afterwards,
+    untimed) and tests its words against the trie's paper-mode words (chi-square homogeneity)."""
+    try:
+        from vllm import LLM, SamplingParams
+    except ImportError:
+        print("# vLLM: skipped (vllm is not installed; it needs a CUDA machine: pip install vllm)")
+        return
+    llm = LLM(model=path, dtype=dtype, enable_prefix_caching=True, seed=args.seed, gpu_memory_utilization=0.5)
+    eos = set(eos_token_ids(model, tokenizer))
+    params = SamplingParams(
+        n=args.n, max_tokens=args.max_new_tokens, temperature=1.0, top_p=1.0, top_k=-1, seed=args.seed, detokenize=False
+    )
+    warm = encode_context(tokenizer, model, "Warm up", args.max_new_tokens)
+    llm.generate([{"prompt_token_ids": warm}], params, use_tqdm=False)
+    print("| context | vLLM s | trie paper s | speed-up of the trie | words: homogeneity p vs trie |")
+    print("|---|---|---|---|---|")
+    total_vllm = total_trie = 0.0
+    for context, row in zip(contexts, rows, strict=True):
+        ids = encode_context(tokenizer, model, context, args.max_new_tokens)
+        start = time.perf_counter()
+        (out,) = llm.generate([{"prompt_token_ids": ids}], params, use_tqdm=False)
+        seconds = time.perf_counter() - start
+        decoder = ContinuationDecoder(tokenizer, ids)
+        words: dict[str, int] = {}
+        for completion in out.outputs:
+            word = paper_word(list(completion.token_ids), decoder, eos, args.max_new_tokens)
+            words[word] = words.get(word, 0) + 1
+        p_value = homogeneity_pvalue(words, row.paper_counts or {})
+        total_vllm, total_trie = total_vllm + seconds, total_trie + row.paper_s
+        shown = f"{p_value:.3g}" if p_value is not None else "-"
+        print(f"| {row.label} | {seconds:.3f} | {row.paper_s:.3f} | {seconds / row.paper_s:.1f}x | {shown} |")
+    print(f"vLLM: {total_vllm:.2f} s for {len(rows)} contexts vs trie paper {total_trie:.2f} s")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -145,6 +213,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--model", default="smollm2-135m", help="hf model name (default: the packaged SmolLM2-135M-Instruct)"
     )
+    p.add_argument("--device", default="cpu", help="cpu | cuda | auto (default cpu)")
+    p.add_argument("--dtype", default="float32", help="float32 | bfloat16 | float16 (default float32)")
+    p.add_argument(
+        "--vllm",
+        action="store_true",
+        help="also time vLLM's offline LLM.generate(n, max_tokens=--max-new-tokens) with prefix caching on the same "
+        "contexts (paper mode's job; skipped with a message when vllm is not installed)",
+    )
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -156,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     n_generate = len(contexts) if args.generate_contexts is None else min(args.generate_contexts, len(contexts))
 
     start = time.perf_counter()
-    loaded = load_hf_model(args.model, device="cpu", dtype="float32")
+    loaded = load_hf_model(args.model, device=args.device, dtype=args.dtype)
     load_s = time.perf_counter() - start
     model, tokenizer = loaded.model, loaded.tokenizer
     sampler = TrieWordSampler(model, tokenizer, batch_size=args.batch_size, device=loaded.device)
@@ -166,7 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     sampler.sample(SampleWordsRequest(context="Warm up", n=50, seed=0, mode="paper", max_new_tokens=3))
     time_generate(model, tokenizer("Warm up")["input_ids"], 8, 2, pad, 0)
 
-    print(f"# next-word sampling benchmark: {args.model} on {cpu_name()}")
+    print(
+        f"# next-word sampling benchmark: {args.model} ({args.dtype}, {loaded.device}) on {device_name(loaded.device)}"
+    )
     print(f"# torch {torch.__version__}, {args.threads} threads, n={args.n}, trie batch {args.batch_size}")
     print(f"# model load {load_s:.1f} s from {loaded.path}; load average {os.getloadavg()[0]:.2f}")
     rows: list[Row] = []
@@ -196,6 +274,7 @@ def main(argv: list[str] | None = None) -> int:
             exact_s=t2 - t1,
             exact_positions=exact.tokens_evaluated,
             top_words=", ".join(f"{w} {c}" for w, c in top),
+            paper_counts=paper.counts,
         )
         if i < n_generate:
             row.generate_s, row.generate_cpu, row.generate_positions = time_generate(
@@ -248,6 +327,8 @@ def main(argv: list[str] | None = None) -> int:
             f"({elapsed / len(exact_requests):.2f} s/context, {sum(r.tokens_evaluated for r in together)} positions) "
             f"vs {alone:.2f} s one by one -> {alone / elapsed:.1f}x"
         )
+    if args.vllm:
+        time_vllm(loaded.path, args.dtype, [c["context"] for c in contexts], rows, tokenizer, model, args)
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0
 

@@ -39,6 +39,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from harness.stats import homogeneity_pvalue  # noqa: E402
+
 REPO = Path(__file__).resolve().parents[1]
 HARNESS = str(Path(sys.executable).parent / "harness")
 #: Each configuration: extra ``harness run`` arguments and extra task arguments.
@@ -81,25 +87,6 @@ def read_run(out: Path) -> tuple[dict[str, dict[str, int]], dict[str, Any], floa
     return counts, results["metrics"]["provo"], round(seconds, 1)
 
 
-def homogeneity_pvalue(a: dict[str, int], b: dict[str, int], min_expected: float = 5.0) -> float | None:
-    """Chi-square test of homogeneity of two word samples; words expected below 5 in either are pooled into one
-    category. None when fewer than two categories remain (one dominant word: nothing to test)."""
-    na, nb = sum(a.values()), sum(b.values())
-    rows, pooled = [], [0, 0]
-    for word in sorted(set(a) | set(b)):
-        total = a.get(word, 0) + b.get(word, 0)
-        if min(na, nb) * total / (na + nb) >= min_expected:
-            rows.append([a.get(word, 0), b.get(word, 0)])
-        else:
-            pooled[0] += a.get(word, 0)
-            pooled[1] += b.get(word, 0)
-    if sum(pooled):
-        rows.append(pooled)
-    if len(rows) < 2:
-        return None
-    return float(stats.chi2_contingency(np.array(rows).T).pvalue)
-
-
 def tvd(a: dict[str, int], b: dict[str, int]) -> float:
     na, nb = sum(a.values()), sum(b.values())
     return 0.5 * sum(abs(a.get(w, 0) / na - b.get(w, 0) / nb) for w in set(a) | set(b))
@@ -115,6 +102,52 @@ def pvalue_summary(pvalues: list[float]) -> dict[str, Any]:
     }
 
 
+def compare_extra(
+    extra: dict[str, Path], data: dict[str, tuple[dict[str, dict[str, int]], dict[str, Any], float]], ids: list[str]
+) -> dict[str, Any]:
+    """Runs made elsewhere, each tested against fp32 seed 1 exactly as bf16 is, on the contexts they share."""
+    fp0, fp1 = data["fp32-seed0"][0], data["fp32-seed1"][0]
+    out: dict[str, Any] = {}
+    for label, folder in extra.items():
+        counts, metrics, seconds = read_run(folder)
+        shared = [i for i in ids if counts.get(i) and fp0[i] and fp1[i]]
+        pvalues = []
+        for i in shared:
+            p_value, reference = homogeneity_pvalue(counts[i], fp1[i]), homogeneity_pvalue(fp0[i], fp1[i])
+            if p_value is not None and reference is not None:
+                pvalues.append(p_value)
+        diff = np.array([tvd(counts[i], fp1[i]) - tvd(fp0[i], fp1[i]) for i in shared])
+        ci = stats.bootstrap((diff,), np.mean, n_resamples=10000, random_state=np.random.default_rng(0))
+        entry: dict[str, Any] = {
+            "folder": str(folder),
+            "contexts": len(shared),
+            "requests_seconds": seconds,
+            "homogeneity_vs_fp32_seed1": pvalue_summary(pvalues),
+            "tvd_minus_fp32_seed0": float(diff.mean()),
+            "tvd_minus_fp32_seed0_ci": [float(ci.confidence_interval.low), float(ci.confidence_interval.high)],
+            # Metrics are only comparable over the same contexts.
+            "metrics_minus_fp32_seed0": {
+                name: float(row["value"]) - float(base["value"])
+                for name, base in data["fp32-seed0"][1].items()
+                if (row := metrics.get(name)) and row.get("value") is not None and base.get("value") is not None
+            }
+            if len(shared) == len(ids)
+            else {},
+        }
+        out[label] = entry
+        h = entry["homogeneity_vs_fp32_seed1"]
+        low, high = entry["tvd_minus_fp32_seed0_ci"]
+        moved = entry["metrics_minus_fp32_seed0"]
+        print(
+            f"{label} vs fp32-seed1 ({len(shared)} contexts, {seconds} s answering): "
+            f"p<0.01: {h['share_below_0.01']:.3f}  KS vs uniform p = {h['ks_uniform_pvalue']:.3g}; "
+            f"TVD minus fp32-seed0's: {entry['tvd_minus_fp32_seed0']:+.4f} [{low:+.4f}, {high:+.4f}]; "
+            f"vs fp32-seed0: tvd {moved.get('tvd', float('nan')):+.4f}, "
+            f"entropy_model {moved.get('entropy_model', float('nan')):+.4f}"
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--model", default="smollm2-135m", help="hf model (default: the packaged smollm2-135m)")
@@ -123,7 +156,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out-dir", default="runs/bf16-validation", help="where the three runs go (reused if finished)")
     p.add_argument("--data-dir", help="data root holding provo/ (default: $HARNESS_DATA_DIR)")
     p.add_argument("--json", help="also write the numbers to this JSON file")
+    p.add_argument(
+        "--compare",
+        action="append",
+        default=[],
+        metavar="LABEL=DIR",
+        help="also test a finished provo run made elsewhere (another device or dtype, e.g. a GPU's bf16 run of the "
+        "same contexts) against fp32 seed 1, like bf16; repeatable",
+    )
     args = p.parse_args(argv)
+    extra: dict[str, Path] = {}
+    for item in args.compare:
+        label, sep, folder = item.partition("=")
+        if not sep or not label or not Path(folder).is_dir():
+            p.error(f"--compare {item!r}: expected LABEL=DIR with an existing run folder")
+        extra[label] = Path(folder)
 
     for name in RUNS:
         run(name, args)
@@ -198,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
             + " ".join(f"{v:8.4f}" for v in shown)
             + f" {row['bf16 - fp32']:+10.4f} {row['seed1 - seed0']:+8.4f} {row['t0.9 - t1']:+8.4f}"
         )
+    if extra:
+        report["compared"] = compare_extra(extra, data, ids)
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
     return 0

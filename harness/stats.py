@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import inspect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -142,3 +142,33 @@ def split_spread(per_split: Sequence[float] | ArrayLike) -> float | None:
     if data.size == 1:
         return 0.0
     return float(np.std(data, ddof=1))
+
+
+def homogeneity_pvalue(
+    a: Mapping[str, int] | Mapping[Any, int],
+    b: Mapping[str, int] | Mapping[Any, int],
+    *,
+    min_expected: float = 5.0,
+    min_categories: int = 2,
+) -> float | None:
+    """Chi-square test of homogeneity of two samples of categorical outcomes (counts per outcome), e.g. the words of
+    two samplers that should draw from the same distribution.
+
+    Outcomes whose expected count is below ``min_expected`` in either sample are pooled into one category, so the
+    chi-square approximation holds. None when fewer than ``min_categories`` categories remain (one dominant outcome:
+    nothing to test).
+    """
+    na, nb = sum(a.values()), sum(b.values())
+    rows, pooled = [], [0, 0]
+    for key in sorted(set(a) | set(b), key=str):
+        total = a.get(key, 0) + b.get(key, 0)
+        if min(na, nb) * total / (na + nb) >= min_expected:
+            rows.append([a.get(key, 0), b.get(key, 0)])
+        else:
+            pooled[0] += a.get(key, 0)
+            pooled[1] += b.get(key, 0)
+    if sum(pooled):
+        rows.append(pooled)
+    if len(rows) < max(2, min_categories):
+        return None
+    return float(scipy.stats.chi2_contingency(np.array(rows).T).pvalue)

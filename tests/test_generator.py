@@ -16,12 +16,11 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 import pytest
 import torch
-from scipy import stats
 
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
+from harness.stats import homogeneity_pvalue
 from plugins.hf import generator as gen
 from plugins.hf.generation_text import finish_row, first_stop, scan_row, validate_request
 from plugins.hf.generator import BatchGenerator, build_warpers
@@ -205,20 +204,11 @@ def test_both_prefix_layouts_match_naive_softmax() -> None:
 SHORT_PROMPT = "My favourite colour"
 
 
-def two_sample_pvalue(a: Counter[Any], b: Counter[Any], min_expected: float = 5.0) -> float:
-    """Chi-square test of homogeneity; categories whose expected count is below 5 in either sample are pooled."""
-    na, nb = sum(a.values()), sum(b.values())
-    big, pooled = [], [0, 0]
-    for key in sorted(set(a) | set(b)):
-        total = a.get(key, 0) + b.get(key, 0)
-        if min(total * na, total * nb) / (na + nb) >= min_expected:
-            big.append([a.get(key, 0), b.get(key, 0)])
-        else:
-            pooled[0] += a.get(key, 0)
-            pooled[1] += b.get(key, 0)
-    table = np.array(big + ([pooled] if sum(pooled) else []))
-    assert table.shape[0] >= 5, "too few categories for a meaningful test"
-    return float(stats.chi2_contingency(table.T).pvalue)
+def two_sample_pvalue(a: Counter[Any], b: Counter[Any]) -> float:
+    """Chi-square test of homogeneity (``harness.stats.homogeneity_pvalue``), with at least 5 categories."""
+    p_value = homogeneity_pvalue(a, b, min_categories=5)
+    assert p_value is not None, "too few categories for a meaningful test"
+    return p_value
 
 
 def _plain_samples(smollm2: Any, ids: list[int], n: int, max_new_tokens: int, seed: int, **decoding: Any):
@@ -227,8 +217,8 @@ def _plain_samples(smollm2: Any, ids: list[int], n: int, max_new_tokens: int, se
     torch.manual_seed(seed)
     with torch.inference_mode():
         out = smollm2.model.generate(
-            torch.tensor([ids]),
-            attention_mask=torch.ones(1, len(ids), dtype=torch.long),
+            torch.tensor([ids], device=smollm2.device),
+            attention_mask=torch.ones(1, len(ids), dtype=torch.long, device=smollm2.device),
             do_sample=True,
             max_new_tokens=max_new_tokens,
             num_return_sequences=n,
@@ -305,7 +295,7 @@ def test_warped_first_token_matches_plain_generate(
     drawn, _ = _drawn_tokens(monkeypatch, generator, request)
     assert two_sample_pvalue(reference, Counter(drawn[0])) > 1e-3
     with torch.inference_mode():
-        scores = smollm2.model(torch.tensor([ids])).logits[:, -1].float()
+        scores = smollm2.model(torch.tensor([ids], device=smollm2.device)).logits[:, -1].float()
     for warper in build_warpers(decoding):
         scores = warper(None, scores)
     kept = set(torch.nonzero(torch.isfinite(scores[0])).flatten().tolist())
@@ -325,7 +315,10 @@ def greedy_references(smollm2: Any, generator: BatchGenerator) -> list[tuple[Gen
         ids = generator.prompt_ids(request)
         with torch.inference_mode():
             out = smollm2.model.generate(
-                torch.tensor([ids]), do_sample=False, max_new_tokens=request.max_new_tokens, pad_token_id=2
+                torch.tensor([ids], device=smollm2.device),
+                do_sample=False,
+                max_new_tokens=request.max_new_tokens,
+                pad_token_id=2,
             )
         tokens = out[0, len(ids) :].tolist()
         references.append(
@@ -369,7 +362,9 @@ def test_stop_strings_eos_length_and_n_zero(smollm2: Any, generator: BatchGenera
     assert "\n" in full and full.startswith(" Paris")
     decoder = ContinuationDecoder(tokenizer, ids)
     with torch.inference_mode():
-        tokens = smollm2.model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=10, pad_token_id=2)
+        tokens = smollm2.model.generate(
+            torch.tensor([ids], device=smollm2.device), do_sample=False, max_new_tokens=10, pad_token_id=2
+        )
     tokens = tokens[0, len(ids) :].tolist()
 
     def expected_stop(stop: str) -> tuple[str, str, int]:
@@ -402,7 +397,9 @@ def test_stop_strings_eos_length_and_n_zero(smollm2: Any, generator: BatchGenera
     assert "<|im_end|>" not in response.texts[0] and response.texts[0].strip()
     chat_ids = generator.prompt_ids(chat)
     with torch.inference_mode():
-        out = smollm2.model.generate(torch.tensor([chat_ids]), do_sample=False, max_new_tokens=40, pad_token_id=2)
+        out = smollm2.model.generate(
+            torch.tensor([chat_ids], device=smollm2.device), do_sample=False, max_new_tokens=40, pad_token_id=2
+        )
     reference = out[0, len(chat_ids) :].tolist()
     assert response.n_tokens == [len(reference)] and reference[-1] in generator.eos
     assert response.texts[0] == tokenizer.decode(reference[:-1], skip_special_tokens=True)

@@ -20,6 +20,7 @@ from scipy import stats
 from transformers import GenerationConfig, LlamaConfig
 
 from harness.requests import SampleWordsRequest, SampleWordsResponse
+from harness.stats import homogeneity_pvalue
 from harness.text import PAPER_FAILURE, decide_word, first_complete_word, paper_first_word
 from plugins.hf import word_sampler
 from plugins.hf.tokens import continuation_text, encode_context, eos_token_ids
@@ -469,8 +470,8 @@ def _generate_outcomes(smollm2: Any, context: str, n: int, max_new_tokens: int, 
     torch.manual_seed(seed)
     with torch.inference_mode():
         out = model.generate(
-            torch.tensor([ctx]),
-            attention_mask=torch.ones(1, len(ctx), dtype=torch.long),
+            torch.tensor([ctx], device=smollm2.device),
+            attention_mask=torch.ones(1, len(ctx), dtype=torch.long, device=smollm2.device),
             do_sample=True,
             top_k=0,
             top_p=1.0,
@@ -489,20 +490,11 @@ def _generate_outcomes(smollm2: Any, context: str, n: int, max_new_tokens: int, 
     return result
 
 
-def two_sample_pvalue(a: Counter[str], b: Counter[str], min_expected: float = 5.0) -> float:
-    """Chi-square test of homogeneity; categories whose expected count is below 5 in either sample are pooled."""
-    na, nb = sum(a.values()), sum(b.values())
-    big, pooled = [], [0, 0]
-    for key in sorted(set(a) | set(b)):
-        total = a.get(key, 0) + b.get(key, 0)
-        if min(total * na, total * nb) / (na + nb) >= min_expected:
-            big.append([a.get(key, 0), b.get(key, 0)])
-        else:
-            pooled[0] += a.get(key, 0)
-            pooled[1] += b.get(key, 0)
-    table = np.array(big + ([pooled] if sum(pooled) else []))
-    assert table.shape[0] >= 5, "too few categories for a meaningful test"
-    return float(stats.chi2_contingency(table.T).pvalue)
+def two_sample_pvalue(a: Counter[Any], b: Counter[Any]) -> float:
+    """Chi-square test of homogeneity (``harness.stats.homogeneity_pvalue``), with at least 5 categories."""
+    p_value = homogeneity_pvalue(a, b, min_categories=5)
+    assert p_value is not None, "too few categories for a meaningful test"
+    return p_value
 
 
 @pytest.mark.slow
