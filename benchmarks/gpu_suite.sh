@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The GPU checks and timings of docs/word-sampling.md ("On a GPU"), in one script for a short lease on a CUDA machine.
+#
+#   bash benchmarks/gpu_suite.sh OUT_DIR [MODEL] [SECONDS]
+#
+# MODEL is an hf model name (default: the packaged smollm2-135m); SECONDS is the wall-clock budget (default 480): the
+# full Provo run takes what is left after the other steps, and runs on fewer contexts (said in its log) if the rate
+# of the 200-context run says the whole corpus would not fit. Needs HARNESS_DATA_DIR with provo/ and asset/. Every
+# step writes its own log under OUT_DIR; a step that fails is reported and the next one runs. SUITE_QUICK=1 shrinks
+# every step (a smoke test of the code paths on a tiny model).
+#
+# Steps, in order of what matters most:
+#   1. the device, and torch/transformers versions;
+#   2. provo, first 200 contexts, n = 1000, bfloat16 on CUDA (runs/gpu-bf16): tested afterwards against the CPU's
+#      float32 runs with benchmarks/validate_bf16.py --compare;
+#   3. the full provo task in bfloat16 on CUDA (runs/gpu-bf16-full), timed;
+#   4. CUDA against CPU in float32 on the same contexts (benchmarks/check_cuda_matches_cpu.py);
+#   5. the statistical tests of the sampler and the generator against plain generate, on CUDA (pytest);
+#   6. bench_word_sampler (trie against generate and vLLM) and bench_generate (batched against per-prompt generate);
+#   7. provo, first 200 contexts, float32 on CUDA (runs/gpu-fp32), and bf16 with 64 contexts per pass.
+set -u
+out=${1:?usage: gpu_suite.sh OUT_DIR [MODEL] [SECONDS]}
+model=${2:-smollm2-135m}
+budget=${3:-480}
+quick=${SUITE_QUICK:-0}
+device=${SUITE_DEVICE:-cuda}  # cpu only to try the script itself on a machine without a GPU
+mkdir -p "$out/runs"
+py=${PYTHON:-python3}
+start=$SECONDS
+left() { echo $((budget - (SECONDS - start))); }
+step() {  # step NAME LIMIT_SECONDS COMMAND...: run with a time limit, log to OUT/NAME.log, report in one line
+  local name=$1 limit=$2
+  shift 2
+  if [ "$limit" -le 5 ]; then echo "## $name: skipped (no time left)"; return; fi
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  echo "## $name: exit $rc in $((SECONDS - t0)) s (limit $limit s)"
+  tail -n 4 "$out/$name.log" | sed 's/^/   /'
+}
+export HARNESS_NO_PROGRESS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HARNESS_OFFLINE=1 PYTHONUNBUFFERED=1
+if [ "$quick" = 1 ]; then limit=12 n=100 ctx=2 gen=8 genbase=4 tokens=8; else limit=200 n=1000 ctx=8 gen=200 genbase=16 tokens=100; fi
+# harness run of provo on the device; each use adds --limit, --output-dir and its own options.
+provo=("$py" -m harness run --tasks provo --model "hf:$model" --device "$device" --task-args "n_samples=$n")
+rate_of() {  # seconds answering per context of a finished run
+  "$py" - "$out/runs/$1" <<'EOF'
+import json, sys, pathlib
+(path,) = pathlib.Path(sys.argv[1]).glob("*/results.json")
+r = json.loads(path.read_text())
+print(r["timing"]["provo"]["requests_seconds"] / r["metrics"]["provo"]["tvd"]["n"])
+EOF
+}
+
+step env 60 bash -c "nvidia-smi; $py -c 'import torch, transformers; print(torch.__version__, transformers.__version__, torch.cuda.get_device_name(0))'"
+step provo-bf16-200 240 "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-bf16" --model-args dtype=bfloat16
+rate=$(rate_of gpu-bf16 2>/dev/null || echo 1)
+# Leave about 150 s for steps 4-7; the full corpus is 2,687 contexts.
+full=$("$py" -c "import sys; r, t = float(sys.argv[1]), float(sys.argv[2]); print(max(0, min(2687, int(t / max(r, 1e-3)))))" "$rate" "$(( $(left) - 150 ))")
+[ "$quick" = 1 ] && full=$((limit * 2))
+echo "## provo bf16 rate $rate s/context: full run on $full contexts"
+step provo-bf16-full $(( $(left) - 140 )) "${provo[@]}" --limit "$full" --output-dir "$out/runs/gpu-bf16-full" \
+  --model-args dtype=bfloat16
+step cuda_vs_cpu $(( $(left) < 100 ? $(left) : 100 )) "$py" benchmarks/check_cuda_matches_cpu.py --model "$model" --contexts "$ctx"
+stat="(plain_generate or determinism or exact_distribution_on_smollm2 or grouping) and not tiny"
+[ "$quick" = 1 ] || step pytest-bf16 $(( $(left) < 90 ? $(left) : 90 )) env HARNESS_TEST_DEVICE=cuda HARNESS_TEST_DTYPE=bfloat16 \
+  "$py" -m pytest -q -p no:cacheprovider tests/test_word_sampler.py tests/test_generator.py tests/test_word_distribution.py -k "$stat"
+step bench-word-sampler-bf16 $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/bench_word_sampler.py --model "$model" --device "$device" \
+  --dtype bfloat16 --contexts "$ctx" --n "$n" --generate-contexts "$ctx" --lockstep --vllm
+step bench-generate-bf16 $(( $(left) < 90 ? $(left) : 90 )) "$py" benchmarks/bench_generate.py --model "$model" --device "$device" \
+  --dtype bfloat16 --limit "$gen" --n 10 --max-new-tokens "$tokens" --baseline-limit "$genbase"
+step provo-fp32-200 $(( $(left) < 90 ? $(left) : 90 )) "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-fp32"
+step provo-bf16-200-64 $(( $(left) < 60 ? $(left) : 60 )) "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-bf16-64" \
+  --model-args dtype=bfloat16,contexts_per_pass=64
+echo "## suite done in $((SECONDS - start)) s"
