@@ -134,7 +134,11 @@ class ExactWordSearch:
         """The sampler's float32 softmax (with its check of the logits), renormalised in float64 so that masses add
         up exactly."""
         probs = TrieWordSampler._probabilities(logits, temperature).cpu().numpy().astype(np.float64)
-        out: np.ndarray = probs / probs.sum(axis=-1, keepdims=True)
+        sums = probs.sum(axis=-1, keepdims=True)
+        # -inf logits are a legitimate "never" (masked tokens); NaN, +inf or an all -inf row poison the softmax.
+        if not bool(np.all(np.isfinite(sums) & (sums > 0))):
+            raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
+        out: np.ndarray = probs / sums
         return out
 
     # --------------------------------------------------------------------------------------------- the search
