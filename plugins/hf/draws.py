@@ -37,7 +37,13 @@ class _Blocked:
         if pad:
             probs = torch.nn.functional.pad(probs, (0, pad))
         self.blocks = probs.reshape(rows, -1, BLOCK)
-        self.block_cdf = torch.cumsum(self.blocks.sum(dim=-1, dtype=torch.float64), dim=-1)
+        if probs.device.type == "cpu":
+            # numpy's float64 reduction of float32 input is about 4x faster than torch's on a CPU (the same sums up
+            # to the order of addition).
+            sums = torch.from_numpy(np.add.reduce(self.blocks.numpy(), axis=-1, dtype=np.float64))
+        else:
+            sums = self.blocks.sum(dim=-1, dtype=torch.float64)
+        self.block_cdf = torch.cumsum(sums, dim=-1)
         self.total = self.block_cdf[:, -1:].contiguous()
         # -inf logits are a legitimate "never" (masked tokens); NaN, +inf or an all -inf row poison the softmax.
         if not bool((torch.isfinite(self.total) & (self.total > 0)).all()):
