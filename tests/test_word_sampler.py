@@ -8,6 +8,7 @@ the cache, so a cache row selected for the wrong trie node changes the distribut
 from __future__ import annotations
 
 import math
+import sys
 from collections import Counter
 from collections.abc import Callable
 from types import SimpleNamespace
@@ -537,3 +538,27 @@ def test_real_tokenizer_splits_utf8_and_decodes_whole_lists(smollm2: Any) -> Non
     assert pieces[-1] == " café au lait"
     assert any("\ufffd" in p for p in pieces) or "é" in tokenizer.decode(ids[:1])  # a split or a whole-char token
     assert decide_word(pieces[-1], ended=False, depth=len(ids), mode="exact", max_new_tokens=32) == ("word", "café")
+
+
+def test_benchmark_paper_word_reads_whole_samples_as_the_trie_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``bench_word_sampler.paper_word`` (the word of a vLLM sample) walks a whole sample's prefixes with the trie's
+    rule: the first word once a space follows it, the word at end-of-sequence, or the text at the token cap."""
+    import importlib.util
+
+    from tests.helpers import REPO
+
+    spec = importlib.util.spec_from_file_location("bench_word_sampler", REPO / "benchmarks" / "bench_word_sampler.py")
+    assert spec is not None and spec.loader is not None
+    bench = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, spec.name, bench)  # dataclasses look their module up while it is executed
+    spec.loader.exec_module(bench)
+    texts = {10: " the", 11: " cat", 12: "s", 13: ",", 2: ""}
+
+    def decoder(tokens: list[int]) -> str:
+        return "".join(texts[t] for t in tokens)
+
+    assert bench.paper_word([10, 11, 12], decoder, {2}, 5) == "the"
+    assert bench.paper_word([10, 12, 2], decoder, {2}, 5) == "thes"
+    assert bench.paper_word([12, 12, 12, 12, 12], decoder, {2}, 5) == "sssss"
+    assert bench.paper_word([10, 13, 11], decoder, {2}, 5) == "the"
+    assert bench.paper_word([2], decoder, {2}, 5) == PAPER_FAILURE
