@@ -7,7 +7,8 @@
 # full Provo run takes what is left after the other steps, and runs on fewer contexts (said in its log) if the rate
 # of the 200-context run says the whole corpus would not fit. Needs HARNESS_DATA_DIR with provo/ and asset/. Every
 # step writes its own log under OUT_DIR; a step that fails is reported and the next one runs. SUITE_QUICK=1 shrinks
-# every step (a smoke test of the code paths on a tiny model).
+# every step (a smoke test of the code paths on a tiny model). SUITE_SKIP="NAME ..." skips the named steps (the names
+# the log prints after "##"), e.g. to spend a short lease on what an earlier one did not reach.
 #
 # Steps, in order of what matters most:
 #   1. the device, and torch/transformers versions;
@@ -31,6 +32,7 @@ left() { echo $((budget - (SECONDS - start))); }
 step() {  # step NAME LIMIT_SECONDS COMMAND...: run with a time limit, log to OUT/NAME.log, report in one line
   local name=$1 limit=$2
   shift 2
+  if [[ " ${SUITE_SKIP:-} " == *" $name "* ]]; then echo "## $name: skipped (SUITE_SKIP)"; return; fi
   if [ "$limit" -le 5 ]; then echo "## $name: skipped (no time left)"; return; fi
   local t0=$SECONDS
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
