@@ -11,8 +11,10 @@ For each group of ``--group-size`` inputs (16, as ``harness run`` hands them to 
 The two run interleaved, group by group, so a change of machine load during the run hits both. Both stop a sample at
 end-of-sequence, at the stop string (a newline) or after ``max_new_tokens``; tokens generated are counted by the same
 rule for both (``plugins.hf.generation_text.scan_row``: up to and including the end-of-sequence or stop token).
-``generate`` runs on the model's ``sdpa`` attention; the batched generator's decoding passes read each prompt's
-keys/values through ``plugins.hf.prefix_attention`` (which is ``sdpa`` for any other pass).
+The batched generator's decoding passes read each prompt's keys/values through ``plugins.hf.prefix_attention``;
+``generate`` runs through the same registered attention, which is transformers' ``sdpa`` for any pass without a
+prefix layout. (Until 2026-11-25 this script switched the model to ``sdpa`` for ``generate``, which made the batched
+generator ignore its prompts; the generator now switches the attention back before every batch.)
 
 Example (the measurement ``docs/generation.md`` reports)::
 
@@ -172,9 +174,6 @@ def main(argv: list[str] | None = None) -> int:
     loaded = load_hf_model(args.model, device=args.device, dtype=args.dtype)
     load_s = time.perf_counter() - start
     generator = BatchGenerator(loaded.model, loaded.tokenizer, device=loaded.device, batch_size=args.batch_size)
-    # Plain generate runs on the stock attention; the generator switches to its own for its passes only.
-    previous_attention = loaded.model.config._attn_implementation
-    loaded.model.set_attn_implementation("sdpa")
     tokenizer = loaded.tokenizer
     pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
     requests = [
@@ -224,7 +223,6 @@ def main(argv: list[str] | None = None) -> int:
             f"| {group_plain.tokens} | {speed} |",
             flush=True,
         )
-    loaded.model.set_attn_implementation(previous_attention)
 
     print()
     print(

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from transformers import GenerationConfig, LlamaConfig
+from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
 
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.stats import homogeneity_pvalue
@@ -562,3 +562,39 @@ def test_benchmark_paper_word_reads_whole_samples_as_the_trie_does(monkeypatch: 
     assert bench.paper_word([12, 12, 12, 12, 12], decoder, {2}, 5) == "sssss"
     assert bench.paper_word([10, 13, 11], decoder, {2}, 5) == "the"
     assert bench.paper_word([2], decoder, {2}, 5) == PAPER_FAILURE
+
+
+def test_attention_switched_away_after_construction_is_switched_back() -> None:
+    """The prefix layout is a keyword only the harness's attention reads: a model switched to ``sdpa`` after the
+    sampler and the generator were built (as a benchmark did to time plain ``generate``) would silently attend to
+    each row's own suffix only, ignoring the context. Both switch it back before every batch."""
+    from harness.requests import GenerateRequest
+    from plugins.hf.generator import BatchGenerator
+    from plugins.hf.prefix_attention import ATTENTION_NAME
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        initializer_range=0.5,
+        eos_token_id=EOS,
+    )
+    model = LlamaForCausalLM(config).eval()
+    sampler = TrieWordSampler(model, ByteTokenizer(), batch_size=64)
+    generator = BatchGenerator(model, ByteTokenizer(), batch_size=64)
+    assert sampler.shared_prefix and generator.shared_prefix
+    words = SampleWordsRequest(context="a b c", n=300, seed=1, mode="paper", max_new_tokens=3)
+    texts = GenerateRequest(prompt="a b c", n=8, seed=2, max_new_tokens=6)
+    expected_words, expected_texts = sampler.sample(words), generator.generate(texts)
+    for implementation in ("sdpa", "eager"):
+        model.set_attn_implementation(implementation)
+        assert sampler.sample(words) == expected_words
+        assert model.config._attn_implementation == ATTENTION_NAME
+        model.set_attn_implementation(implementation)
+        assert generator.generate(texts) == expected_texts
+        assert model.config._attn_implementation == ATTENTION_NAME

@@ -198,6 +198,7 @@ class BatchGenerator:
                 for r, ids in zip(requests, inputs, strict=True)
             ]
         prompts = [self.prompt_ids(r) if r.n > 0 else [] for r in requests]
+        prefix_attention.ensure(self.model)
         return self._generate_shared(list(requests), prompts)
 
     # ----------------------------------------------------------------------------------------------------------------

@@ -253,6 +253,19 @@ def enable(model: Any) -> bool:
     return True
 
 
+def ensure(model: Any) -> None:
+    """Switch ``model`` back to :func:`prefix_attention` if something switched it away since :func:`enable`.
+
+    The sampler and the generator pass their prefix layout as a keyword that only this function reads; under any
+    other implementation (a benchmark that sets ``sdpa`` to time plain ``generate``, say) the keyword is silently
+    ignored and every row would attend to its own suffix alone, never to its prompt. Called before every batch of
+    requests, so that can never happen unnoticed.
+    """
+    if getattr(model.config, "_attn_implementation", None) != ATTENTION_NAME:
+        register_attention(ATTENTION_NAME, prefix_attention)
+        model.set_attn_implementation(ATTENTION_NAME)
+
+
 def register_attention(name: str, function: Any) -> None:
     """Register an attention function under ``name`` together with ``sdpa``'s mask builder.
 

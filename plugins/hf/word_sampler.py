@@ -265,6 +265,8 @@ class TrieWordSampler:
             raise ValueError("requests answered together must share one temperature")
         if len(requests) > 1 and not self.shared_prefix:
             return [self.sample_many([r])[0] for r in requests]
+        if self.shared_prefix:
+            prefix_attention.ensure(self.model)
         rngs = [np.random.default_rng(r.seed) for r in requests]
         counts: list[dict[str, int]] = [{} for _ in requests]
         rejected: list[dict[str, int]] = [{} for _ in requests]
