@@ -39,13 +39,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(REPO_ROOT))
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
 
 from harness.stats import homogeneity_pvalue  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 HARNESS = str(Path(sys.executable).parent / "harness")
 #: Each configuration: extra ``harness run`` arguments and extra task arguments.
 RUNS: dict[str, tuple[list[str], str]] = {

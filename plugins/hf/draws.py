@@ -28,6 +28,14 @@ import torch
 BLOCK = 256
 
 
+def require_mass(totals: torch.Tensor) -> None:
+    """FloatingPointError unless every row's total probability is finite and positive.
+
+    -inf logits are a legitimate "never" (masked tokens); NaN, +inf or an all -inf row poison the softmax."""
+    if not bool((torch.isfinite(totals) & (totals > 0)).all()):
+        raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
+
+
 class _Blocked:
     """A batch of probability rows cut into blocks, with the float64 cumulative sum over whole blocks."""
 
@@ -45,9 +53,7 @@ class _Blocked:
             sums = self.blocks.sum(dim=-1, dtype=torch.float64)
         self.block_cdf = torch.cumsum(sums, dim=-1)
         self.total = self.block_cdf[:, -1:].contiguous()
-        # -inf logits are a legitimate "never" (masked tokens); NaN, +inf or an all -inf row poison the softmax.
-        if not bool((torch.isfinite(self.total) & (self.total > 0)).all()):
-            raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
+        require_mass(self.total)
 
     def search(self, uniforms: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
         """Tokens for ``uniforms`` (rows x k, float64, one row per probability row); entries where ``valid`` is False

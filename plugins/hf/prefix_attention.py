@@ -248,8 +248,7 @@ def enable(model: Any) -> bool:
         return False
     if getattr(config, "_attn_implementation", None) not in ("sdpa", ATTENTION_NAME):
         return False
-    register_attention(ATTENTION_NAME, prefix_attention)
-    model.set_attn_implementation(ATTENTION_NAME)
+    ensure(model)
     return True
 
 
@@ -261,8 +260,8 @@ def ensure(model: Any) -> None:
     ignored and every row would attend to its own suffix alone, never to its prompt. Called before every batch of
     requests, so that can never happen unnoticed.
     """
+    register_attention(ATTENTION_NAME, prefix_attention)
     if getattr(model.config, "_attn_implementation", None) != ATTENTION_NAME:
-        register_attention(ATTENTION_NAME, prefix_attention)
         model.set_attn_implementation(ATTENTION_NAME)
 
 

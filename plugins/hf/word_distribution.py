@@ -44,6 +44,7 @@ from harness.kinds.word_distribution import (
     WordDistributionResponse,
 )
 from harness.text import Outcome, decide_word
+from plugins.hf.draws import require_mass
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 from plugins.hf.word_sampler import TrieWordSampler, _gather, _mergeable
 
@@ -133,12 +134,10 @@ class ExactWordSearch:
     def _probs(logits: torch.Tensor, temperature: float) -> np.ndarray:
         """The sampler's float32 softmax (with its check of the logits), renormalised in float64 so that masses add
         up exactly."""
-        probs = TrieWordSampler._probabilities(logits, temperature).cpu().numpy().astype(np.float64)
-        sums = probs.sum(axis=-1, keepdims=True)
-        # -inf logits are a legitimate "never" (masked tokens); NaN, +inf or an all -inf row poison the softmax.
-        if not bool(np.all(np.isfinite(sums) & (sums > 0))):
-            raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
-        out: np.ndarray = probs / sums
+        softmax = TrieWordSampler._probabilities(logits, temperature)
+        require_mass(softmax.sum(dim=-1))
+        probs = softmax.cpu().numpy().astype(np.float64)
+        out: np.ndarray = probs / probs.sum(axis=-1, keepdims=True)
         return out
 
     # --------------------------------------------------------------------------------------------- the search
