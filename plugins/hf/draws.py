@@ -46,8 +46,8 @@ class _Blocked:
             probs = torch.nn.functional.pad(probs, (0, pad))
         self.blocks = probs.reshape(rows, -1, BLOCK)
         if probs.device.type == "cpu":
-            # numpy's float64 reduction of float32 input is about 4x faster than torch's on a CPU (the same sums up
-            # to the order of addition).
+            # numpy's float64 reduction of float32 input is faster than torch's on a CPU (the same sums up to the
+            # order of addition): 198.8 s against 218.4 s for the first 200 Provo contexts (docs/word-sampling.md).
             sums = torch.from_numpy(np.add.reduce(self.blocks.numpy(), axis=-1, dtype=np.float64))
         else:
             sums = self.blocks.sum(dim=-1, dtype=torch.float64)
