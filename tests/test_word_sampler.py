@@ -572,19 +572,7 @@ def test_attention_switched_away_after_construction_is_switched_back() -> None:
     from plugins.hf.generator import BatchGenerator
     from plugins.hf.prefix_attention import ATTENTION_NAME
 
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=VOCAB,
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=128,
-        initializer_range=0.5,
-        eos_token_id=EOS,
-    )
-    model = LlamaForCausalLM(config).eval()
+    model = tiny_llama()
     sampler = TrieWordSampler(model, ByteTokenizer(), batch_size=64)
     generator = BatchGenerator(model, ByteTokenizer(), batch_size=64)
     assert sampler.shared_prefix and generator.shared_prefix
@@ -598,3 +586,102 @@ def test_attention_switched_away_after_construction_is_switched_back() -> None:
         model.set_attn_implementation(implementation)
         assert generator.generate(texts) == expected_texts
         assert model.config._attn_implementation == ATTENTION_NAME
+
+
+# --------------------------------------------------------------------------------------------------------------------
+# The shared-prefix path: LM head into reused buffers, nested contexts read off one pass
+# --------------------------------------------------------------------------------------------------------------------
+
+
+def tiny_llama(dtype: torch.dtype = torch.float32) -> Any:
+    """A random two-layer Llama over the byte tokenizer's vocabulary: the family the shared-prefix path serves."""
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=VOCAB,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=128,
+        initializer_range=0.5,
+        eos_token_id=EOS,
+    )
+    return LlamaForCausalLM(config).to(dtype).eval()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_next_token_head_equals_the_models_own_softmax_bit_for_bit(dtype: torch.dtype) -> None:
+    """The head writes into buffers kept across passes (no page faults on fresh 100 MB tensors) but must compute
+    exactly what ``softmax(model(...).logits.float() / T)`` computes, for every pass size and temperature."""
+    from plugins.hf.next_token_head import NextTokenHead
+
+    model = tiny_llama(dtype)
+    assert NextTokenHead.supports(model)
+    head = NextTokenHead(model)
+    with torch.inference_mode():
+        for rows, temperature in ((7, 1.0), (3, 0.7), (12, 1.3), (5, 1.0)):
+            ids = torch.randint(BYTE_BASE, VOCAB, (rows, 6))
+            logits = model(input_ids=ids, logits_to_keep=1).logits[:, -1, :].float()
+            expected = torch.softmax(logits if temperature == 1.0 else logits / temperature, dim=-1)
+            hidden, _ = head.hidden(ids, None)
+            got = head.probabilities(hidden[:, -1], temperature)
+            assert got.shape == expected.shape
+            assert torch.equal(got, expected), (rows, temperature)
+
+
+def test_next_token_head_refuses_heads_it_cannot_reproduce() -> None:
+    from plugins.hf.next_token_head import NextTokenHead
+
+    model = tiny_llama()
+    assert NextTokenHead.supports(model)
+    assert not NextTokenHead.supports(SimpleNamespace(config=SimpleNamespace(model_type="gpt2")))
+    model.config.logit_scale = 0.5
+    assert not NextTokenHead.supports(model)
+
+
+def test_carriers_put_each_context_on_the_longest_context_it_begins() -> None:
+    carriers = word_sampler._carriers
+    assert carriers([[1, 2], [1, 2, 3], [1], [4, 5], [1, 2, 3]]) == [(1, [1, 4, 0, 2]), (3, [3])]
+    assert carriers([[7]]) == [(0, [0])]
+    # A context is not carried by one that merely shares its start.
+    assert carriers([[1, 2, 9], [1, 2, 3, 4]]) == [(1, [1]), (0, [0])]
+
+
+def test_nested_contexts_are_read_off_one_pass() -> None:
+    """Successive Provo contexts extend each other: the group's contexts cost one forward pass of the longest, and
+    each context's keys/values and next-token probabilities equal those of its own pass up to float rounding."""
+    model = tiny_llama()
+    tokenizer = ByteTokenizer()
+    sampler = TrieWordSampler(model, tokenizer, batch_size=64)
+    texts = ["a b", "a b c", "a", "x y", "a b c d"]
+    contexts = [encode_context(tokenizer, model, t, 4) for t in texts]
+    calls: list[int] = []
+    assert sampler._head is not None
+    hidden = sampler._head.hidden
+
+    def counted(input_ids: torch.Tensor, cache: Any, **kwargs: Any) -> Any:
+        calls.append(input_ids.shape[1])
+        return hidden(input_ids, cache, **kwargs)
+
+    sampler._head.hidden = counted  # type: ignore[method-assign]
+    with torch.inference_mode():
+        probs, prefixes, _ = sampler._encode_contexts(contexts, 1.0)
+        assert sorted(calls) == [len(contexts[3]), len(contexts[4])]
+        probs = probs.clone()
+        for i, ids in enumerate(contexts):
+            own, _ = sampler._head.hidden(torch.tensor([ids]), sampler._new_cache())
+            alone = sampler._head.probabilities(own[:, -1], 1.0)
+            torch.testing.assert_close(probs[i], alone[0], rtol=1e-5, atol=1e-6)
+            assert prefixes[i].length == len(ids)
+            cache = sampler._new_cache()
+            sampler._head.hidden(torch.tensor([ids]), cache)
+            for layer, keys in enumerate(prefixes[i].keys):
+                assert keys.is_contiguous()
+                torch.testing.assert_close(keys, cache.layers[layer].keys[0], rtol=1e-5, atol=1e-6)
+    # The whole group answers with counts for every request, as alone.
+    requests = [
+        SampleWordsRequest(context=t, n=200, seed=k, mode="paper", max_new_tokens=3) for k, t in enumerate(texts)
+    ]
+    for response in sampler.sample_many(requests):
+        assert response.n_words + sum(response.rejected.values()) == 200

@@ -61,9 +61,16 @@ class SharedPrefix:
         self.length = int(keys[0].shape[-2]) if keys else 0
 
     @classmethod
-    def from_cache(cls, cache: Any) -> SharedPrefix:
-        """The prefix held by the batch-1 ``cache`` of a context's own forward pass."""
-        return cls([layer.keys[0] for layer in cache.layers], [layer.values[0] for layer in cache.layers])
+    def from_cache(cls, cache: Any, length: int | None = None) -> SharedPrefix:
+        """The prefix held by the batch-1 ``cache`` of a context's forward pass: all of it, or its first ``length``
+        positions (a shorter context that the pass's context begins with), copied out so its tensors are contiguous
+        for the attention's products."""
+        keys = [layer.keys[0] for layer in cache.layers]
+        values = [layer.values[0] for layer in cache.layers]
+        if length is not None and length < keys[0].shape[-2]:
+            keys = [k[:, :length].contiguous() for k in keys]
+            values = [v[:, :length].contiguous() for v in values]
+        return cls(keys, values)
 
 
 class PrefixLayout(Protocol):

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +40,8 @@ from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.text import Outcome, decide_word
 from plugins.hf import prefix_attention
 from plugins.hf.draws import draw_counts
+from plugins.hf.model_calls import cache_keyword, output_cache
+from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 
@@ -68,12 +70,23 @@ class _Node:
 
 @dataclass
 class _Chunk:
-    """One forward pass: rows ``start:end`` of a trie level, their key/value cache and last-position logits."""
+    """One forward pass of a trie level: rows ``start:end`` and their key/value cache, which the next level gathers
+    its parents' rows from. (Its probabilities are drawn from as soon as the pass ends, then dropped.)"""
 
     cache: Any
     start: int
     end: int
-    logits: torch.Tensor
+
+
+@dataclass
+class _Tallies:
+    """The per-request state of one ``sample_many`` call: requests, random streams, decoders, and what was counted."""
+
+    requests: Sequence[SampleWordsRequest]
+    rngs: list[np.random.Generator]
+    decoders: list[ContinuationDecoder]
+    counts: list[dict[str, int]]
+    rejected: list[dict[str, int]]
 
 
 def _shallow_copy_cache(cache: Any) -> Any:
@@ -154,8 +167,13 @@ class TrieWordSampler:
         self.max_cache_bytes = max_cache_bytes
         self.device = device if device is not None else next(model.parameters()).device
         self.eos = eos_token_ids(model, tokenizer)
+        #: The decoder and its LM head writing into reused buffers; the shared-prefix path runs through it.
+        self._head = NextTokenHead(model) if use_shared_prefix and NextTokenHead.supports(model) else None
         #: Whether the context's keys/values are kept once and the trie caches hold only sampled suffixes.
-        self.shared_prefix = prefix_attention.enable(model) if use_shared_prefix else False
+        self.shared_prefix = prefix_attention.enable(model) if self._head is not None else False
+        if not self.shared_prefix:
+            self._head = None
+        self._cache_keyword = cache_keyword(model)
         params = inspect.signature(model.forward).parameters
         # Only the last position's logits are needed; skipping the rest saves a vocab-sized matmul per context token.
         self._logits_kwargs: dict[str, Any] = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
@@ -165,9 +183,18 @@ class TrieWordSampler:
 
         return DynamicCache(config=self.model.config)
 
-    def _forward(self, input_ids: torch.Tensor, cache: Any, **kwargs: Any) -> tuple[torch.Tensor, Any]:
-        out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **self._logits_kwargs, **kwargs)
-        return out.logits[:, -1, :], out.past_key_values
+    def _step(self, input_ids: torch.Tensor, cache: Any, temperature: float, **kwargs: Any) -> tuple[torch.Tensor, Any]:
+        """Next-token probabilities at every row's last position, and the updated cache.
+
+        On the shared-prefix path the probabilities are a buffer of :class:`NextTokenHead` that the next step
+        overwrites, so a pass's draws are made before the next pass runs."""
+        if self._head is not None:
+            hidden, cache = self._head.hidden(input_ids, cache, **kwargs)
+            return self._head.probabilities(hidden[:, -1], temperature), cache
+        out = self.model(
+            input_ids=input_ids, use_cache=True, **{self._cache_keyword: cache}, **self._logits_kwargs, **kwargs
+        )
+        return self._probabilities(out.logits[:, -1, :], temperature), output_cache(out)
 
     @staticmethod
     def _probabilities(logits: torch.Tensor, temperature: float) -> torch.Tensor:
@@ -180,6 +207,31 @@ class TrieWordSampler:
         rows = logits.detach().float()
         # Dividing by 1.0 changes no value; skipping it saves a pass over the rows.
         return torch.softmax(rows if temperature == 1.0 else rows / temperature, dim=-1)
+
+    def _encode_contexts(
+        self, contexts: list[list[int]], temperature: float
+    ) -> tuple[torch.Tensor, list[SharedPrefix], int]:
+        """Every context's next-token probabilities and keys/values, and the cache bytes per token.
+
+        A context whose tokens begin another context of the group is read off that context's forward pass: under
+        causal attention, position ``j`` of a longer pass sees exactly the tokens a pass over the first ``j + 1``
+        tokens sees. Successive Provo contexts of one passage extend each other word by word, so a group of 16 costs
+        one pass instead of 16 (the 16 separate passes were about 12% of a group's time on 2 CPU cores). The values
+        equal a context's own pass up to float rounding (matrix products of another shape)."""
+        assert self._head is not None
+        last_hidden: dict[int, torch.Tensor] = {}
+        prefixes: dict[int, SharedPrefix] = {}
+        token_bytes = 0
+        for carrier, served in _carriers(contexts):
+            ids = contexts[carrier]
+            hidden, cache = self._head.hidden(torch.tensor([ids], device=self.device), self._new_cache())
+            token_bytes = max(token_bytes, _cache_bytes(cache) // len(ids))
+            for i in served:
+                last_hidden[i] = hidden[0, len(contexts[i]) - 1]
+                prefixes[i] = SharedPrefix.from_cache(cache, len(contexts[i]))
+        order = range(len(contexts))
+        rows = torch.stack([last_hidden[i] for i in order])
+        return self._head.probabilities(rows, temperature), [prefixes[i] for i in order], token_bytes
 
     def _rows_per_pass(self, row_bytes: int) -> int:
         """``batch_size``, lowered so one pass's gathered cache (``row_bytes`` per row) fits ``max_cache_bytes``."""
@@ -202,11 +254,16 @@ class TrieWordSampler:
         return slices
 
     def _run_level(
-        self, nodes: list[_Node], chunks: list[_Chunk], row_bytes: int, prefixes: list[SharedPrefix] | None = None
-    ) -> list[_Chunk]:
-        """One trie level: forward every node's last token on its parent's cache rows, in chunks of ``batch_size``."""
+        self,
+        nodes: list[_Node],
+        chunks: list[_Chunk],
+        row_bytes: int,
+        temperature: float,
+        prefixes: list[SharedPrefix] | None = None,
+    ) -> Iterator[tuple[_Chunk, torch.Tensor]]:
+        """One trie level: forward every node's last token on its parent's cache rows, in passes of at most
+        ``batch_size`` rows; yields each pass with its probabilities, to be drawn from before the next pass."""
         mergeable = chunks[0].cache is None or _mergeable(chunks[0].cache)
-        new_chunks: list[_Chunk] = []
         for start, end in self._level_slices(nodes, chunks, mergeable, self._rows_per_pass(row_bytes)):
             parts: list[tuple[Any, torch.Tensor]] = []
             for chunk in chunks:
@@ -225,9 +282,8 @@ class TrieWordSampler:
                 positions = [[prefixes[n.req].length + depth - 1] for n in batch]
                 kwargs["position_ids"] = torch.tensor(positions, dtype=torch.long, device=self.device)
                 kwargs["shared_prefix"] = PrefixBatch(prefixes, _segments(batch))
-            logits, cache = self._forward(input_ids, cache, **kwargs)
-            new_chunks.append(_Chunk(cache, start, end, logits))
-        return new_chunks
+            probs, cache = self._step(input_ids, cache, temperature, **kwargs)
+            yield _Chunk(cache, start, end), probs
 
     def _child(
         self, parent: _Node, row: int, token: int, count: int, decoder: ContinuationDecoder, request: SampleWordsRequest
@@ -242,6 +298,29 @@ class TrieWordSampler:
         )
         return _Node(tokens=tokens, count=count, parent_row=row, text=text, outcome=outcome, req=parent.req)
 
+    def _expand(
+        self, parents: list[_Node], start: int, end: int, probs: torch.Tensor, tallies: _Tallies
+    ) -> list[_Node]:
+        """Draw the children of ``parents[start:end]`` (``probs`` holds their rows, in order), count the children
+        whose word is decided, and return the open ones. Each request's stream is consumed row by row, in row
+        order, as if its rows were drawn alone."""
+        rows = range(start, end)
+        uniforms = [tallies.rngs[parents[row].req].random(parents[row].count) for row in rows]
+        open_children: list[_Node] = []
+        for row, drawn in zip(rows, draw_counts(probs, uniforms), strict=True):
+            parent = parents[row]
+            i = parent.req
+            for token, count in drawn:
+                child = self._child(parent, row, token, count, tallies.decoders[i], tallies.requests[i])
+                kind, value = child.outcome
+                if kind == "word":
+                    tallies.counts[i][value] = tallies.counts[i].get(value, 0) + child.count
+                elif kind == "reject":
+                    tallies.rejected[i][value] = tallies.rejected[i].get(value, 0) + child.count
+                else:
+                    open_children.append(child)
+        return open_children
+
     def sample(self, request: SampleWordsRequest) -> SampleWordsResponse:
         """Answer one request; see the module docstring for the algorithm and why it samples exactly."""
         return self.sample_many([request])[0]
@@ -255,8 +334,8 @@ class TrieWordSampler:
         row attends to its own context's keys and values, kept once); without it, requests are answered one by one.
         Each request has its own random generator, consumed in the order it would be alone, so grouping never
         changes which tokens are drawn from given probabilities; it can change the last bits of the probabilities
-        (the batch shape of each matrix product), so bit-identical reruns need the same groups, which the runner
-        guarantees by grouping instances in fixed blocks.
+        (the batch shape of each matrix product, and which context's pass a nested context is read from), so
+        bit-identical reruns need the same groups, which the runner guarantees by grouping instances in fixed blocks.
         """
         for request in requests:
             _validate(request)
@@ -267,75 +346,75 @@ class TrieWordSampler:
             return [self.sample_many([r])[0] for r in requests]
         if self.shared_prefix:
             prefix_attention.ensure(self.model)
-        rngs = [np.random.default_rng(r.seed) for r in requests]
-        counts: list[dict[str, int]] = [{} for _ in requests]
-        rejected: list[dict[str, int]] = [{} for _ in requests]
         contexts = [encode_context(self.tokenizer, self.model, r.context, r.max_new_tokens) for r in requests]
-        decoders = [ContinuationDecoder(self.tokenizer, ids) for ids in contexts]
+        tallies = _Tallies(
+            requests=requests,
+            rngs=[np.random.default_rng(r.seed) for r in requests],
+            decoders=[ContinuationDecoder(self.tokenizer, ids) for ids in contexts],
+            counts=[{} for _ in requests],
+            rejected=[{} for _ in requests],
+        )
         evaluated = [len(ids) if r.n > 0 else 0 for ids, r in zip(contexts, requests, strict=True)]
         live = [i for i, r in enumerate(requests) if r.n > 0]
-
-        with torch.inference_mode():
-            roots = [
-                self._forward(torch.tensor([contexts[i]], dtype=torch.long, device=self.device), self._new_cache())
-                for i in live
-            ]
-            prefixes: list[SharedPrefix] | None = None
-            if self.shared_prefix:
-                prefixes = [SharedPrefix(keys=[], values=[]) for _ in requests]
-                for i, (_, cache) in zip(live, roots, strict=True):
-                    prefixes[i] = SharedPrefix.from_cache(cache)
-                chunks = [_Chunk(None, 0, len(live), torch.cat([logits for logits, _ in roots]))] if live else []
-                # A row's cache is its suffix alone: budget it per sampled token.
-                token_bytes = (
-                    max(_cache_bytes(c) // len(contexts[i]) for i, (_, c) in zip(live, roots, strict=True))
-                    if live
-                    else 0
-                )
-            elif live:
-                ((root_logits, root_cache),) = roots
-                chunks = [_Chunk(root_cache, 0, 1, root_logits)]
-                context_bytes = _cache_bytes(root_cache)
-            parents = [
-                _Node(tokens=(), count=requests[i].n, parent_row=row, text="", req=i) for row, i in enumerate(live)
-            ]
-
-            while parents:
-                level: list[_Node] = []
-                for chunk in chunks:
-                    probs = self._probabilities(chunk.logits, requests[0].temperature)
-                    # Each request's stream is consumed row by row, in row order, as if the rows were drawn alone.
-                    rows = range(chunk.start, chunk.end)
-                    uniforms = [rngs[parents[row].req].random(parents[row].count) for row in rows]
-                    for row, drawn in zip(rows, draw_counts(probs, uniforms), strict=True):
-                        parent = parents[row]
-                        i = parent.req
-                        for token, count in drawn:
-                            child = self._child(parent, row, token, count, decoders[i], requests[i])
-                            kind, value = child.outcome
-                            if kind == "word":
-                                counts[i][value] = counts[i].get(value, 0) + child.count
-                            elif kind == "reject":
-                                rejected[i][value] = rejected[i].get(value, 0) + child.count
-                            else:
-                                level.append(child)
-                if not level:
-                    break
-                depth = len(level[0].tokens)
-                if prefixes is not None:
-                    row_bytes = token_bytes * depth
-                else:
-                    n_context = len(contexts[live[0]])
-                    row_bytes = context_bytes * (n_context + depth) // n_context
-                chunks = self._run_level(level, chunks, row_bytes, prefixes)
-                for node in level:
-                    evaluated[node.req] += 1
-                parents = level
-
+        if live:
+            with torch.inference_mode():
+                self._sample_live(live, contexts, tallies, evaluated)
         return [
-            SampleWordsResponse(counts=counts[i], n_requested=r.n, rejected=rejected[i], tokens_evaluated=evaluated[i])
+            SampleWordsResponse(
+                counts=tallies.counts[i],
+                n_requested=r.n,
+                rejected=tallies.rejected[i],
+                tokens_evaluated=evaluated[i],
+            )
             for i, r in enumerate(requests)
         ]
+
+    def _sample_live(self, live: list[int], contexts: list[list[int]], tallies: _Tallies, evaluated: list[int]) -> None:
+        """The trie of every request in ``live`` (those with ``n > 0``), level by level, into ``tallies``."""
+        requests = tallies.requests
+        temperature = requests[live[0]].temperature
+        parents = [_Node(tokens=(), count=requests[i].n, parent_row=row, text="", req=i) for row, i in enumerate(live)]
+        prefixes: list[SharedPrefix] | None = None
+        if self.shared_prefix:
+            root_probs, live_prefixes, token_bytes = self._encode_contexts([contexts[i] for i in live], temperature)
+            prefixes = [SharedPrefix(keys=[], values=[]) for _ in requests]
+            for i, prefix in zip(live, live_prefixes, strict=True):
+                prefixes[i] = prefix
+            chunks = [_Chunk(None, 0, len(live))]
+        else:
+            (only,) = live
+            ids = torch.tensor([contexts[only]], dtype=torch.long, device=self.device)
+            root_probs, root_cache = self._step(ids, self._new_cache(), temperature)
+            chunks = [_Chunk(root_cache, 0, 1)]
+            context_bytes = _cache_bytes(root_cache)
+        level = self._expand(parents, 0, len(parents), root_probs, tallies)
+        while level:
+            depth = len(level[0].tokens)
+            if prefixes is not None:
+                row_bytes = token_bytes * depth
+            else:
+                n_context = len(contexts[live[0]])
+                row_bytes = context_bytes * (n_context + depth) // n_context
+            next_level: list[_Node] = []
+            next_chunks: list[_Chunk] = []
+            for chunk, probs in self._run_level(level, chunks, row_bytes, temperature, prefixes):
+                next_level.extend(self._expand(level, chunk.start, chunk.end, probs, tallies))
+                next_chunks.append(chunk)
+            for node in level:
+                evaluated[node.req] += 1
+            chunks, level = next_chunks, next_level
+
+
+def _carriers(contexts: list[list[int]]) -> list[tuple[int, list[int]]]:
+    """Which context's forward pass serves which contexts: each context goes to the first of the longest contexts
+    of the group that begin with its tokens (itself when there is none). Longest first, so a context that could
+    serve another is always placed before it."""
+    served: dict[int, list[int]] = {}
+    for i in sorted(range(len(contexts)), key=lambda k: (-len(contexts[k]), k)):
+        ids = contexts[i]
+        carrier = next((c for c in served if contexts[c][: len(ids)] == ids), i)
+        served.setdefault(carrier, []).append(i)
+    return list(served.items())
 
 
 def _segments(rows: list[_Node]) -> list[tuple[int, int, int]]:

@@ -1,0 +1,81 @@
+"""Next-token probabilities of a decoder's last hidden states, written into buffers that are reused across passes.
+
+The trie word sampler needs, after every forward pass, the full softmax over the vocabulary of each row's last
+position: for a pass of 512 rows and SmolLM2's 49,152 tokens, 100 MB of logits and 100 MB of probabilities in
+float32. Through ``model(...)`` every pass allocates both afresh, and on a CPU a fresh allocation of that size is new
+memory from the kernel whose pages fault on first touch: on 2 CPU cores that was 33 ms of the LM head's 221 ms and
+31 ms of the softmax's 46 ms per 512-row pass (``benchmarks/bench_next_token_head.py``). This head runs the decoder
+(``model.get_decoder()``) and then the same LM head product and the same softmax kernel, but into buffers kept
+across passes, so the values are the same bit for bit and only the page faults go.
+
+Only for models whose logits are exactly ``hidden @ lm_head.weight.T`` (a bias-free ``nn.Linear`` head and no
+logit scaling or soft-capping in the model's forward): the llama family the shared-prefix attention supports.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from plugins.hf.model_calls import cache_keyword, output_cache
+
+#: Model types whose ``forward`` computes logits as the plain LM head of the decoder's hidden states, nothing more.
+PLAIN_HEAD_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+
+
+class NextTokenHead:
+    """The decoder of a causal LM, its LM head, and the buffers the head and the softmax write into.
+
+    :meth:`probabilities` returns a view of a buffer that the next call overwrites: use it before the next call.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.decoder = model.get_decoder()
+        self.weight: torch.Tensor = model.get_output_embeddings().weight
+        self._cache_keyword = cache_keyword(self.decoder)
+        self._buffers: dict[str, torch.Tensor] = {}
+
+    @staticmethod
+    def supports(model: Any) -> bool:
+        """Whether the model's logits are exactly its bias-free linear head applied to its decoder's output."""
+        config = getattr(model, "config", None)
+        if getattr(config, "model_type", None) not in PLAIN_HEAD_MODEL_TYPES:
+            return False
+        if getattr(config, "final_logit_softcapping", None) or getattr(config, "logit_scale", None):
+            return False
+        head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+        decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
+        return isinstance(head, torch.nn.Linear) and head.bias is None and decoder is not None
+
+    def hidden(self, input_ids: torch.Tensor, cache: Any, **kwargs: Any) -> tuple[torch.Tensor, Any]:
+        """The decoder's last hidden states ``[rows, positions, hidden]`` and the updated cache."""
+        out = self.decoder(input_ids=input_ids, use_cache=True, **{self._cache_keyword: cache}, **kwargs)
+        return out.last_hidden_state, output_cache(out)
+
+    def probabilities(self, hidden: torch.Tensor, temperature: float) -> torch.Tensor:
+        """The float32 softmax of ``logits / temperature`` for the rows of ``hidden [rows, hidden_size]``.
+
+        The same operations, in the same dtypes, as the model's forward followed by ``torch.softmax(logits.float()
+        / temperature)``: the LM head product in the model's dtype, the upcast to float32, the division (skipped at
+        temperature 1, where it changes no value), the softmax."""
+        rows = hidden.shape[0]
+        logits = self._buffer("logits", rows, self.weight.dtype)
+        torch.mm(hidden, self.weight.t(), out=logits)
+        if logits.dtype != torch.float32:
+            upcast = self._buffer("upcast", rows, torch.float32)
+            upcast.copy_(logits)
+            logits = upcast
+        if temperature != 1.0:
+            logits.div_(temperature)
+        probs = self._buffer("probs", rows, torch.float32)
+        torch.ops.aten._softmax.out(logits, -1, False, out=probs)
+        return probs
+
+    def _buffer(self, name: str, rows: int, dtype: torch.dtype) -> torch.Tensor:
+        """The first ``rows`` rows of the named buffer, grown (never shrunk) to fit."""
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.shape[0] < rows or buffer.dtype != dtype:
+            buffer = torch.empty((rows, self.weight.shape[0]), dtype=dtype, device=self.weight.device)
+            self._buffers[name] = buffer
+        return buffer[:rows]
