@@ -607,7 +607,8 @@ def tiny_llama(dtype: torch.dtype = torch.float32) -> Any:
         initializer_range=0.5,
         eos_token_id=EOS,
     )
-    return LlamaForCausalLM(config).to(dtype).eval()
+    model: Any = LlamaForCausalLM(config)
+    return model.to(dtype=dtype).eval()
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
