@@ -335,7 +335,7 @@ def test_adapter_options_are_declared_with_their_defaults() -> None:
         "revision": None,
         "trust_remote_code": False,
         "max_batch": None,
-        "contexts_per_pass": 16,
+        "contexts_per_pass": 64,
     }
     given = {
         "dtype": "BF16",
