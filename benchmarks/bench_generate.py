@@ -1,6 +1,6 @@
 """Speed of the batched ``n``-sample generator against one plain ``generate`` call per prompt, on ASSET sources.
 
-For each group of ``--group-size`` inputs (16, as ``harness run`` hands them to the ``hf`` adapter) the script times
+For each group of ``--group-size`` inputs (64, as ``harness run`` hands them to the ``hf`` adapter) the script times
 
 * ``batched``: ``BatchGenerator.generate_many`` on the group (each prompt encoded once, its ``n`` samples decoded as
   rows attending to it, rows of all prompts in the same forward passes, finished rows dropped);
@@ -41,6 +41,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from harness.requests import GenerateRequest  # noqa: E402
+from plugins.hf.adapter import DEFAULT_CONTEXTS_PER_PASS  # noqa: E402
 from plugins.hf.generation_text import scan_row  # noqa: E402
 from plugins.hf.generator import DEFAULT_BATCH_SIZE, BatchGenerator  # noqa: E402
 from plugins.hf.loading import load_hf_model  # noqa: E402
@@ -143,7 +144,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--limit", type=int, default=200, help="ASSET inputs, from the start of the file (default 200)")
     p.add_argument("--n", type=int, default=10, help="samples per input (default 10)")
     p.add_argument("--max-new-tokens", type=int, default=100, help="token cap per sample (default 100)")
-    p.add_argument("--group-size", type=int, default=16, help="inputs per generate_many call (default 16)")
+    p.add_argument(
+        "--group-size",
+        type=int,
+        default=DEFAULT_CONTEXTS_PER_PASS,
+        help=f"inputs per generate_many call (default {DEFAULT_CONTEXTS_PER_PASS}, the hf adapter's)",
+    )
     p.add_argument(
         "--batch-size", type=int, default=DEFAULT_BATCH_SIZE, help=f"rows per pass (default {DEFAULT_BATCH_SIZE})"
     )

@@ -240,7 +240,8 @@ def test_contexts_sharing_a_prefix_reuse_its_keys_and_values(smollm2: Any) -> No
     forward = model.forward
 
     def counting(*args: Any, **kwargs: Any) -> Any:
-        if kwargs.get("past_key_values") is None or kwargs.get("logits_to_keep") == 1:
+        cache = kwargs.get("cache", kwargs.get("past_key_values"))  # the name depends on the transformers version
+        if cache is None or kwargs.get("logits_to_keep") == 1:
             run_lengths.append(int(kwargs["input_ids"].shape[1]))
         return forward(*args, **kwargs)
 

@@ -44,8 +44,8 @@ from plugins.hf.word_sampler import TrieWordSampler
 
 #: Contexts whose trie levels share forward passes (``--model-args contexts_per_pass=N``); see ``sample_many``.
 #: Requests of one block share passes, so wider blocks make fuller passes out of the few rows each context's deep
-#: trie levels (or each prompt's last generation steps) hold: on 2 CPU cores 64 took 8.6% less time than 16 on 64
-#: Provo contexts and 27% less on 64 ASSET prompts (``docs/word-sampling.md``, ``docs/generation.md``).
+#: trie levels (or each prompt's last generation steps) hold: on 2 CPU cores 64 took 11% less time than 16 on the
+#: first 200 Provo contexts and 27% less on 64 ASSET prompts (``docs/word-sampling.md``, ``docs/generation.md``).
 DEFAULT_CONTEXTS_PER_PASS = 64
 
 

@@ -39,6 +39,7 @@ from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
 from plugins.hf import prefix_attention
 from plugins.hf.draws import draw_tokens
 from plugins.hf.generation_text import finish_row, validate_request
+from plugins.hf.model_calls import cache_keyword
 from plugins.hf.plain_generate import generate_plain
 from plugins.hf.prefix_attention import GroupPrefix, PassPrefix, SharedPrefix
 from plugins.hf.suffix_cache import SuffixLayer
@@ -121,6 +122,7 @@ class BatchGenerator:
         #: Whether prompts are kept once as a shared prefix and samples of several requests share passes; otherwise
         #: each request goes through ``model.generate``.
         self.shared_prefix = bool(use_shared_prefix and not self.seq2seq and prefix_attention.enable(model))
+        self._cache_keyword = cache_keyword(model)
         params = inspect.signature(model.forward).parameters
         # Only the last position's logits are needed; skipping the rest saves a vocab-sized matmul per prompt token.
         self._logits_kwargs: dict[str, Any] = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
@@ -214,7 +216,9 @@ class BatchGenerator:
         return cache
 
     def _forward(self, input_ids: torch.Tensor, cache: Any, **kwargs: Any) -> torch.Tensor:
-        out = self.model(input_ids=input_ids, past_key_values=cache, use_cache=True, **self._logits_kwargs, **kwargs)
+        out = self.model(
+            input_ids=input_ids, use_cache=True, **{self._cache_keyword: cache}, **self._logits_kwargs, **kwargs
+        )
         # float32 logits, as ``generate`` takes them before its logits processors.
         return out.logits[:, -1, :].float()
 

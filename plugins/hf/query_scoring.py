@@ -44,6 +44,7 @@ from harness.requests import (
     SimilarityRequest,
     SimilarityResponse,
 )
+from plugins.hf.model_calls import cache_keyword, output_cache
 
 #: Rows per forward pass when the caller gives none (the loader's fixed CPU default).
 DEFAULT_BATCH_SIZE = 512
@@ -127,6 +128,7 @@ class QueryScorer:
         self.device = device if device is not None else next(model.parameters()).device
         config = getattr(model, "config", None)
         self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
+        self._cache_keyword = cache_keyword(model)
         self.adds_bos = _adds_bos(tokenizer)
         bos, eos = getattr(tokenizer, "bos_token_id", None), getattr(tokenizer, "eos_token_id", None)
         #: What an empty context is replaced by (lm-evaluation-harness's ``prefix_token_id``).
@@ -338,11 +340,11 @@ class QueryScorer:
             input_ids=ids,
             attention_mask=torch.ones((1, len(context)), dtype=torch.long, device=self.device),
             position_ids=torch.arange(shared, len(context), device=self.device)[None],
-            past_key_values=past,
             use_cache=True,
+            **{self._cache_keyword: past},
             **kwargs,
         )
-        cache = out.past_key_values
+        cache = output_cache(out)
         if not _plain_dynamic_cache(cache):
             self._last_context = None
             return None
@@ -369,8 +371,8 @@ class QueryScorer:
                 input_ids=torch.tensor(padded, device=self.device),
                 attention_mask=attention,
                 position_ids=positions,
-                past_key_values=expanded,
                 use_cache=True,
+                **{self._cache_keyword: expanded},
             ).logits
             scored = self._gather(logits, [(r, 0, continuations[i][1:]) for r, i in enumerate(chunk)])
             for i, rest in zip(chunk, scored, strict=True):

@@ -45,6 +45,7 @@ from harness.kinds.word_distribution import (
 )
 from harness.text import Outcome, decide_word
 from plugins.hf.draws import require_mass
+from plugins.hf.model_calls import cache_keyword, output_cache
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 from plugins.hf.word_sampler import TrieWordSampler, _gather, _mergeable
 
@@ -84,6 +85,7 @@ class ExactWordSearch:
         self._space: np.ndarray | None = None
         params = inspect.signature(model.forward).parameters
         self._logits_kwargs: dict[str, Any] = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+        self._cache_keyword = cache_keyword(model)
 
     # ------------------------------------------------------------------------------------------- token texts
     def _token_texts(self, vocab: int) -> tuple[list[str], np.ndarray]:
@@ -109,8 +111,8 @@ class ExactWordSearch:
 
         ids = torch.tensor([context_ids], dtype=torch.long, device=self.device)
         cache = DynamicCache(config=self.model.config)
-        out = self.model(input_ids=ids, past_key_values=cache, use_cache=True, **self._logits_kwargs)
-        return out.past_key_values, out.logits[:, -1, :]
+        out = self.model(input_ids=ids, use_cache=True, **{self._cache_keyword: cache}, **self._logits_kwargs)
+        return output_cache(out), out.logits[:, -1, :]
 
     def _rows_logits(self, cache: Any, rows: Sequence[tuple[int, ...]]) -> list[torch.Tensor]:
         """The last position's logits after each row of tokens, the rows read after the cached context."""
@@ -125,7 +127,9 @@ class ExactWordSearch:
                 picks = torch.zeros(len(chunk), dtype=torch.long, device=self.device)
                 batch_cache = _gather([(cache, picks)], mergeable)
                 ids = torch.tensor([rows[i] for i in chunk], dtype=torch.long, device=self.device)
-                out = self.model(input_ids=ids, past_key_values=batch_cache, use_cache=True, **self._logits_kwargs)
+                out = self.model(
+                    input_ids=ids, use_cache=True, **{self._cache_keyword: batch_cache}, **self._logits_kwargs
+                )
                 for k, i in enumerate(chunk):
                     results[i] = out.logits[k, -1]
         return results
