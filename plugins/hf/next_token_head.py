@@ -19,9 +19,11 @@ from typing import Any
 import torch
 
 from plugins.hf.model_calls import cache_keyword, output_cache
+from plugins.hf.prefix_attention import SUPPORTED_MODEL_TYPES
 
-#: Model types whose ``forward`` computes logits as the plain LM head of the decoder's hidden states, nothing more.
-PLAIN_HEAD_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+#: Model types whose ``forward`` computes logits as the plain LM head of the decoder's hidden states, nothing more:
+#: the families the shared-prefix attention serves (the head is only used on that path).
+PLAIN_HEAD_MODEL_TYPES = SUPPORTED_MODEL_TYPES
 
 
 class NextTokenHead:

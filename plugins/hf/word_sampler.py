@@ -167,12 +167,12 @@ class TrieWordSampler:
         self.max_cache_bytes = max_cache_bytes
         self.device = device if device is not None else next(model.parameters()).device
         self.eos = eos_token_ids(model, tokenizer)
-        #: The decoder and its LM head writing into reused buffers; the shared-prefix path runs through it.
-        self._head = NextTokenHead(model) if use_shared_prefix and NextTokenHead.supports(model) else None
         #: Whether the context's keys/values are kept once and the trie caches hold only sampled suffixes.
-        self.shared_prefix = prefix_attention.enable(model) if self._head is not None else False
-        if not self.shared_prefix:
-            self._head = None
+        self.shared_prefix = bool(
+            use_shared_prefix and NextTokenHead.supports(model) and prefix_attention.enable(model)
+        )
+        #: The decoder and its LM head writing into reused buffers; the shared-prefix path runs through it.
+        self._head = NextTokenHead(model) if self.shared_prefix else None
         self._cache_keyword = cache_keyword(model)
         params = inspect.signature(model.forward).parameters
         # Only the last position's logits are needed; skipping the rest saves a vocab-sized matmul per context token.
