@@ -55,6 +55,24 @@ def tiny_gpt2(tokenizer: Any, **config: Any) -> Any:
     return GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), **{**settings, **config})).eval()
 
 
+def tiny_llama(vocab_size: int, **config: Any) -> Any:
+    """A tiny random Llama (seed 0) over ``vocab_size`` tokens: the family the shared-prefix paths serve; ``config``
+    overrides, e.g. ``hidden_size`` or ``initializer_range``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    settings = {
+        "hidden_size": 64,
+        "intermediate_size": 128,
+        "num_hidden_layers": 2,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 2,
+        "max_position_embeddings": 256,
+    }
+    return LlamaForCausalLM(LlamaConfig(vocab_size=vocab_size, **{**settings, **config})).eval()
+
+
 def tiny_t5(tokenizer: Any, **config: Any) -> Any:
     """A tiny random T5 on ``tokenizer``'s vocabulary (seed 0, decoder start 0); ``config`` overrides."""
     import torch

@@ -17,6 +17,7 @@ import torch
 from harness.requests import LoglikelihoodRequest, NextTokenRequest, SimilarityRequest
 from plugins.hf.query_scoring import QueryScorer
 from tests.helpers import tiny_gpt2, tiny_t5
+from tests.helpers import tiny_llama as tiny_llama_model  # the module's fixture takes the plain name
 
 #: Every test here loads the real SmolLM2: the tiny random models are built on its tokenizer (the ``tokenizer``
 #: fixture reads it from the loaded model).
@@ -28,22 +29,7 @@ pytestmark = pytest.mark.slow
 
 
 def _tiny_llama(tokenizer: Any) -> Any:
-    from transformers import LlamaConfig, LlamaForCausalLM
-
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        bos_token_id=1,
-        eos_token_id=2,
-        initializer_range=0.2,
-    )
-    return LlamaForCausalLM(config).eval()
+    return tiny_llama_model(len(tokenizer), bos_token_id=1, eos_token_id=2, initializer_range=0.2)
 
 
 def _tiny_gpt2(tokenizer: Any) -> Any:

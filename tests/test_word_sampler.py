@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 import torch
 from scipy import stats
-from transformers import GenerationConfig, LlamaConfig, LlamaForCausalLM
+from transformers import GenerationConfig, LlamaConfig
 
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.stats import homogeneity_pvalue
@@ -26,6 +26,7 @@ from harness.text import PAPER_FAILURE, decide_word, first_complete_word, paper_
 from plugins.hf import word_sampler
 from plugins.hf.tokens import continuation_text, encode_context, eos_token_ids
 from plugins.hf.word_sampler import TrieWordSampler, sample_words
+from tests.helpers import tiny_llama
 
 # --------------------------------------------------------------------------------------------------------------------
 # A byte-level stub tokenizer and a stub LM with controlled logits
@@ -572,7 +573,7 @@ def test_attention_switched_away_after_construction_is_switched_back() -> None:
     from plugins.hf.generator import BatchGenerator
     from plugins.hf.prefix_attention import ATTENTION_NAME
 
-    model = tiny_llama()
+    model = small_llama()
     sampler = TrieWordSampler(model, ByteTokenizer(), batch_size=64)
     generator = BatchGenerator(model, ByteTokenizer(), batch_size=64)
     assert sampler.shared_prefix and generator.shared_prefix
@@ -593,22 +594,17 @@ def test_attention_switched_away_after_construction_is_switched_back() -> None:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-def tiny_llama(dtype: torch.dtype = torch.float32) -> Any:
+def small_llama(dtype: torch.dtype = torch.float32) -> Any:
     """A random two-layer Llama over the byte tokenizer's vocabulary: the family the shared-prefix path serves."""
-    torch.manual_seed(0)
-    config = LlamaConfig(
-        vocab_size=VOCAB,
+    model: Any = tiny_llama(
+        VOCAB,
         hidden_size=32,
         intermediate_size=64,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
         max_position_embeddings=128,
         initializer_range=0.5,
         eos_token_id=EOS,
     )
-    model: Any = LlamaForCausalLM(config)
-    return model.to(dtype=dtype).eval()
+    return model.to(dtype=dtype)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
@@ -617,7 +613,7 @@ def test_next_token_head_equals_the_models_own_softmax_bit_for_bit(dtype: torch.
     exactly what ``softmax(model(...).logits.float() / T)`` computes, for every pass size and temperature."""
     from plugins.hf.next_token_head import NextTokenHead
 
-    model = tiny_llama(dtype)
+    model = small_llama(dtype)
     assert NextTokenHead.supports(model)
     head = NextTokenHead(model)
     with torch.inference_mode():
@@ -634,7 +630,7 @@ def test_next_token_head_equals_the_models_own_softmax_bit_for_bit(dtype: torch.
 def test_next_token_head_refuses_heads_it_cannot_reproduce() -> None:
     from plugins.hf.next_token_head import NextTokenHead
 
-    model = tiny_llama()
+    model = small_llama()
     assert NextTokenHead.supports(model)
     assert not NextTokenHead.supports(SimpleNamespace(config=SimpleNamespace(model_type="gpt2")))
     model.config.logit_scale = 0.5
@@ -652,7 +648,7 @@ def test_carriers_put_each_context_on_the_longest_context_it_begins() -> None:
 def test_nested_contexts_are_read_off_one_pass() -> None:
     """Successive Provo contexts extend each other: the group's contexts cost one forward pass of the longest, and
     each context's keys/values and next-token probabilities equal those of its own pass up to float rounding."""
-    model = tiny_llama()
+    model = small_llama()
     tokenizer = ByteTokenizer()
     sampler = TrieWordSampler(model, tokenizer, batch_size=64)
     texts = ["a b", "a b c", "a", "x y", "a b c d"]
