@@ -8,12 +8,12 @@ LM head writes into a reused buffer, so page faults on fresh memory are not coun
 * GFLOP/s per shape and row count;
 * the rate of one whole position (all linear layers, weighted by how often each shape occurs) at each row count;
 * the least time ``--positions`` positions can take at the 512-row rate, the best a run can do on this machine
-  with no other cost at all. A full Provo run evaluates about 1.05 million positions at n = 1,000 (the figure
-  ``docs/word-sampling.md`` reports for the measured full run).
+  with no other cost at all. A full Provo run at n = 1,000 runs about 1.06 million positions
+  (``benchmarks/count_positions.py`` counts them for a finished run).
 
 Example (what ``docs/word-sampling.md`` reports)::
 
-    python benchmarks/bench_matmul.py --positions 1050000
+    python benchmarks/bench_matmul.py --positions 1056571
 
 Run it on a quiet machine: it measures the CPU, and anything else running halves what it sees.
 """
@@ -61,7 +61,9 @@ def main() -> None:
     p.add_argument("--model", default="smollm2-135m", help="hf model whose linear layers are timed")
     p.add_argument("--dtypes", default="float32,bfloat16", help="comma-separated (default float32,bfloat16)")
     p.add_argument("--rows", default="512,256,64,16", help="row counts (default 512,256,64,16)")
-    p.add_argument("--positions", type=int, default=1_050_000, help="positions of the run to bound (default 1.05M)")
+    p.add_argument(
+        "--positions", type=int, default=1_056_571, help="positions of the run to bound (default: the full fp32 run's)"
+    )
     p.add_argument("--seconds", type=float, default=0.5, help="time per measurement (default 0.5)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     args = p.parse_args()
