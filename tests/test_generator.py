@@ -195,6 +195,40 @@ def test_both_prefix_layouts_match_naive_softmax() -> None:
         prefix_attention(module, query.expand(rows, q_heads, 2, dim), key, value, None, shared_prefix=layouts["trie"])
 
 
+def test_trie_layout_reads_nested_contexts_off_one_product_per_run() -> None:
+    """Contexts read off one longer pass share its tensors; their consecutive segments form one run, one product
+    against the longer keys, and a row never attends past its own context: rows match a softmax over their own
+    prefix alone, even where the positions past it hold keys that would dominate the softmax."""
+    torch.manual_seed(1)
+    kv_heads, q_heads, dim, suffix = 2, 4, 8, 2
+    keys, values = torch.randn(kv_heads, 6, dim), torch.randn(kv_heads, 6, dim)
+    keys[:, 3:] *= 50.0  # past the short context: large scores if they were not masked
+    long = SharedPrefix([keys], [values])
+    short = long.shortened(3)
+    other = SharedPrefix([torch.randn(kv_heads, 4, dim)], [torch.randn(kv_heads, 4, dim)])
+    prefixes = [short, long, other, short]
+    segments = [(0, 0, 2), (1, 2, 5), (2, 5, 6), (3, 6, 7)]
+    layout = PrefixBatch(prefixes, segments)
+    assert [(start, end, mask is not None) for _, start, end, mask in layout.runs] == [
+        (0, 5, True),
+        (5, 6, False),
+        (6, 7, True),
+    ]
+    module = torch.nn.Module()
+    module.layer_idx = 0  # type: ignore[assignment]
+    rows = 7
+    query = torch.randn(rows, q_heads, 1, dim)
+    key, value = torch.randn(rows, kv_heads, suffix, dim), torch.randn(rows, kv_heads, suffix, dim)
+    out, _ = prefix_attention(module, query, key, value, None, shared_prefix=layout)
+    row_prefix = [0, 0, 1, 1, 1, 2, 3]
+    for r, p in enumerate(row_prefix):
+        prefix = prefixes[p]
+        expected = _naive_attention(query[r, :, 0], prefix.own_keys(0), prefix.own_values(0), key[r], value[r])
+        torch.testing.assert_close(out[r, 0], expected, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="a prefix of 7 positions over tensors of 6"):
+        long.shortened(7)
+
+
 # --------------------------------------------------------------------------------------------------------------------
 # The real SmolLM2
 # --------------------------------------------------------------------------------------------------------------------

@@ -673,9 +673,12 @@ def test_nested_contexts_are_read_off_one_pass() -> None:
             assert prefixes[i].length == len(ids)
             cache = sampler._new_cache()
             sampler._head.hidden(torch.tensor([ids]), cache)
-            for layer, keys in enumerate(prefixes[i].keys):
-                assert keys.is_contiguous()
-                torch.testing.assert_close(keys, cache.layers[layer].keys[0], rtol=1e-5, atol=1e-6)
+            carrier = max(len(c) for c in contexts if c[: len(ids)] == ids)
+            assert prefixes[i].positions == carrier  # a view of the carrier's pass, not a copy
+            for layer in range(len(prefixes[i].keys)):
+                own_keys, own_values = prefixes[i].own_keys(layer), prefixes[i].own_values(layer)
+                torch.testing.assert_close(own_keys, cache.layers[layer].keys[0], rtol=1e-5, atol=1e-6)
+                torch.testing.assert_close(own_values, cache.layers[layer].values[0], rtol=1e-4, atol=1e-5)
     # The whole group answers with counts for every request, as alone.
     requests = [
         SampleWordsRequest(context=t, n=200, seed=k, mode="paper", max_new_tokens=3) for k, t in enumerate(texts)

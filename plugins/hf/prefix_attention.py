@@ -23,12 +23,13 @@ Why two layouts, each with its own arithmetic (this is deliberate, not leftover 
 for bit what they were, and the two engines were tuned to different shapes, so each keeps the exact operations, in
 the same order and dtypes, that produced its recorded results:
 
-* :class:`PrefixBatch` (the trie word sampler): the rows of a pass come as a few segments, one per context, each with
-  its context's keys unpadded. Per segment, the prefix scores (one ``einsum`` against ``[kv_heads, len, d]``) and the
-  suffix scores are concatenated and go through **one** float32 ``torch.softmax``; the normalised weights are cast to
-  the value dtype and the two value products are added in the value dtype.
+* :class:`PrefixBatch` (the trie word sampler): the rows of a pass come as a few segments, one per context, and the
+  segments of nested contexts (read off one forward pass) form one run over that pass's keys. Per run, the prefix
+  scores (one ``einsum`` against ``[kv_heads, positions, d]``, positions past a row's own context masked to -inf) and
+  the suffix scores are concatenated and go through **one** float32 ``torch.softmax``; the normalised weights are
+  cast to the value dtype and the two value products are added in the value dtype.
 * :class:`PassPrefix` over a :class:`GroupPrefix` (the generator): the prompts of a group are padded to one length
-  and masked, so **one** batched ``matmul`` per layer serves every prompt (the per-segment loop above cost 40% of a
+  and masked, so **one** batched ``matmul`` per layer serves every prompt (a per-prompt loop cost 40% of a
   decoding step with 16 prompts of 10 rows on 2 CPU cores). The prefix and suffix parts are each normalised
   separately and merged in float32 by the log-sum-exp rule of flash attention, then cast to the query dtype.
 
@@ -53,24 +54,37 @@ SUPPORTED_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
 
 
 class SharedPrefix:
-    """A context's keys and values per layer (``[kv_heads, context_len, head_dim]``), kept once for all its rows."""
+    """A context's keys and values per layer (``[kv_heads, positions, head_dim]``), kept once for all its rows.
 
-    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor]) -> None:
+    Only the first ``length`` positions are the context's own. The tensors may run past them: a context whose tokens
+    begin a longer context is read off that context's forward pass and shares its tensors (no copy), and the trie
+    sampler's attention then reads every context of one pass with one product, masking each row past its length."""
+
+    def __init__(self, keys: list[torch.Tensor], values: list[torch.Tensor], length: int | None = None) -> None:
         self.keys = keys
         self.values = values
-        self.length = int(keys[0].shape[-2]) if keys else 0
+        self.positions = int(keys[0].shape[-2]) if keys else 0
+        self.length = self.positions if length is None else length
+        if not 0 <= self.length <= self.positions:
+            raise ValueError(f"a prefix of {self.length} positions over tensors of {self.positions}")
 
     @classmethod
-    def from_cache(cls, cache: Any, length: int | None = None) -> SharedPrefix:
-        """The prefix held by the batch-1 ``cache`` of a context's forward pass: all of it, or its first ``length``
-        positions (a shorter context that the pass's context begins with), copied out so its tensors are contiguous
-        for the attention's products."""
-        keys = [layer.keys[0] for layer in cache.layers]
-        values = [layer.values[0] for layer in cache.layers]
-        if length is not None and length < keys[0].shape[-2]:
-            keys = [k[:, :length].contiguous() for k in keys]
-            values = [v[:, :length].contiguous() for v in values]
-        return cls(keys, values)
+    def from_cache(cls, cache: Any) -> SharedPrefix:
+        """The prefix held by the batch-1 ``cache`` of a context's forward pass, as views of the cache's tensors."""
+        return cls([layer.keys[0] for layer in cache.layers], [layer.values[0] for layer in cache.layers])
+
+    def shortened(self, length: int) -> SharedPrefix:
+        """The prefix of a shorter context that this one's tokens begin with: its first ``length`` positions, over
+        the same tensors (the trie sampler's attention groups rows by that identity, see :class:`PrefixBatch`)."""
+        return SharedPrefix(self.keys, self.values, length)
+
+    def own_keys(self, layer: int) -> torch.Tensor:
+        """The context's own keys of ``layer``: ``[kv_heads, length, head_dim]``."""
+        return self.keys[layer][:, : self.length]
+
+    def own_values(self, layer: int) -> torch.Tensor:
+        """The context's own values of ``layer``: ``[kv_heads, length, head_dim]``."""
+        return self.values[layer][:, : self.length]
 
 
 class PrefixLayout(Protocol):
@@ -98,24 +112,47 @@ def suffix_scores(q: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
 class PrefixBatch:
     """The prefixes of a group of contexts answered together, and which rows of the current pass read which.
 
-    Rows of one context are contiguous in a trie level, so a pass is a few ``(context, start, end)`` segments; each
-    segment attends to its own context's prefix (of its own length: no padding, no mask).
+    Rows of one context are contiguous in a trie level, so a pass is a few ``(context, start, end)`` segments. Nested
+    contexts share one set of key/value tensors (:meth:`SharedPrefix.shortened`), and their segments are consecutive, so
+    consecutive segments over the same tensors form one run: each run is **one** product against those tensors, with
+    positions past a row's own context masked out of its softmax (weight exactly zero). A Provo block of 64 contexts
+    is a handful of runs, where one product per context cost 64 small products per layer: on a GPU each is a kernel
+    launch, on a CPU a call through torch's dispatcher.
     """
 
     def __init__(self, prefixes: list[SharedPrefix], segments: list[tuple[int, int, int]]) -> None:
         self.prefixes = prefixes
         self.segments = segments
+        #: ``(prefix over the run's tensors, start, end, additive mask [rows, 1, 1, positions] or None)`` per run.
+        self.runs: list[tuple[SharedPrefix, int, int, torch.Tensor | None]] = []
+        grouped: list[list[tuple[int, int, int]]] = []
+        for segment in segments:
+            if grouped and prefixes[grouped[-1][0][0]].keys is prefixes[segment[0]].keys:
+                grouped[-1].append(segment)
+            else:
+                grouped.append([segment])
+        for run in grouped:
+            owner = prefixes[run[0][0]]
+            start, end = run[0][1], run[-1][2]
+            lengths = [prefixes[context].length for context, s, e in run for _ in range(s, e)]
+            mask = None
+            if any(length < owner.positions for length in lengths):
+                device = owner.keys[0].device
+                past = torch.arange(owner.positions, device=device) >= torch.tensor(lengths, device=device)[:, None]
+                mask = torch.zeros(past.shape, device=device).masked_fill_(past, -math.inf)[:, None, None, :]
+            self.runs.append((owner, start, end, mask))
 
     def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
         scores_suffix = suffix_scores(q, key)
         out = torch.empty_like(q)
-        for context, start, end in self.segments:
-            prefix = self.prefixes[context]
-            scores_prefix = torch.einsum("bhgd,hcd->bhgc", q[start:end], prefix.keys[layer])
+        for owner, start, end, mask in self.runs:
+            scores_prefix = torch.einsum("bhgd,hcd->bhgc", q[start:end], owner.keys[layer])
             scores = torch.cat([scores_prefix, scores_suffix[start:end]], dim=-1).float() * scale
+            if mask is not None:
+                scores[..., : owner.positions] += mask
             weights = torch.softmax(scores, dim=-1).to(value.dtype)
-            part = torch.einsum("bhgc,hcd->bhgd", weights[..., : prefix.length], prefix.values[layer])
-            out[start:end] = part + torch.einsum("bhgl,bhld->bhgd", weights[..., prefix.length :], value[start:end])
+            part = torch.einsum("bhgc,hcd->bhgd", weights[..., : owner.positions], owner.values[layer])
+            out[start:end] = part + torch.einsum("bhgl,bhld->bhgd", weights[..., owner.positions :], value[start:end])
         return out
 
 
@@ -147,8 +184,8 @@ class GroupPrefix:
             values = template.new_zeros((len(prefixes), kv_heads, self.max_length, dim))
             for i, prefix in enumerate(prefixes):
                 if prefix.length:
-                    keys[i, :, : prefix.length] = prefix.keys[layer]
-                    values[i, :, : prefix.length] = prefix.values[layer]
+                    keys[i, :, : prefix.length] = prefix.own_keys(layer)
+                    values[i, :, : prefix.length] = prefix.own_values(layer)
             self.keys.append(keys)
             self.values.append(values)
         self.mask = torch.full((len(prefixes), 1, 1, self.max_length), -math.inf, device=template.device)

@@ -226,9 +226,10 @@ class TrieWordSampler:
             ids = contexts[carrier]
             hidden, cache = self._head.hidden(torch.tensor([ids], device=self.device), self._new_cache())
             token_bytes = max(token_bytes, _cache_bytes(cache) // len(ids))
+            whole = SharedPrefix.from_cache(cache)
             for i in served:
                 last_hidden[i] = hidden[0, len(contexts[i]) - 1]
-                prefixes[i] = SharedPrefix.from_cache(cache, len(contexts[i]))
+                prefixes[i] = whole.shortened(len(contexts[i]))
         order = range(len(contexts))
         rows = torch.stack([last_hidden[i] for i in order])
         return self._head.probabilities(rows, temperature), [prefixes[i] for i in order], token_bytes
