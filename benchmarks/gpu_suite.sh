@@ -3,7 +3,7 @@
 #
 #   bash benchmarks/gpu_suite.sh OUT_DIR [MODEL] [SECONDS]
 #
-# MODEL is an hf model name (default: the packaged smollm2-135m); SECONDS is the wall-clock budget (default 480): the
+# MODEL is an hf model name (default: the packaged smollm2-135m); SECONDS is the wall-clock budget (default 570): the
 # full Provo run takes what is left after the other steps, and runs on fewer contexts (said in its log) if the rate
 # of the 200-context run says the whole corpus would not fit. Needs HARNESS_DATA_DIR with provo/ and asset/. Every
 # step writes its own log under OUT_DIR; a step that fails is reported and the next one runs. SUITE_QUICK=1 shrinks
@@ -15,16 +15,16 @@
 #   2. provo, first 200 contexts, n = 1000, bfloat16 on CUDA (runs/gpu-bf16): tested afterwards against the CPU's
 #      float32 runs with benchmarks/validate_bf16.py --compare;
 #   3. the full provo task in bfloat16 on CUDA (runs/gpu-bf16-full), timed; it leaves SUITE_RESERVE seconds (default
-#      200) for the steps after it;
+#      360) for the steps after it;
 #   4. the statistical tests of the sampler and the generator against plain generate, on CUDA (pytest);
-#   5. bench_generate (batched against per-prompt generate);
-#   6. provo, first 200 contexts, float32 on CUDA (runs/gpu-fp32);
+#   5. bench_generate (batched against per-prompt generate, both on the same first 64 ASSET inputs);
+#   6. provo, first 200 contexts, float32 on CUDA (runs/gpu-fp32), then the full task in float32 (runs/gpu-fp32-full);
 #   7. bench_word_sampler (trie against generate and vLLM);
 #   8. CUDA against CPU in float32 on the same contexts (benchmarks/check_cuda_matches_cpu.py).
 set -u
 out=${1:?usage: gpu_suite.sh OUT_DIR [MODEL] [SECONDS]}
 model=${2:-smollm2-135m}
-budget=${3:-480}
+budget=${3:-570}
 quick=${SUITE_QUICK:-0}
 device=${SUITE_DEVICE:-cuda}  # cpu only to try the script itself on a machine without a GPU
 mkdir -p "$out/runs"
@@ -43,7 +43,7 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...: run with a time limit, log to OU
   tail -n 4 "$out/$name.log" | sed 's/^/   /'
 }
 export HARNESS_NO_PROGRESS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HARNESS_OFFLINE=1 PYTHONUNBUFFERED=1
-if [ "$quick" = 1 ]; then limit=12 n=100 ctx=2 gen=8 genbase=4 tokens=8; else limit=200 n=1000 ctx=8 gen=64 genbase=16 tokens=100; fi
+if [ "$quick" = 1 ]; then limit=12 n=100 ctx=2 gen=8 tokens=8; else limit=200 n=1000 ctx=8 gen=64 tokens=100; fi
 # harness run of provo on the device; each use adds --limit, --output-dir and its own options.
 provo=("$py" -m harness run --tasks provo --model "hf:$model" --device "$device" --task-args "n_samples=$n")
 rate_of() {  # seconds answering per context of a finished run
@@ -59,7 +59,8 @@ step env 60 bash -c "nvidia-smi; $py -c 'import torch, transformers; print(torch
 step provo-bf16-200 240 "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-bf16" --model-args dtype=bfloat16
 rate=$(rate_of gpu-bf16 2>/dev/null || echo 1)
 # Leave SUITE_RESERVE seconds for the steps after the full run; the full corpus is 2,687 contexts.
-reserve=${SUITE_RESERVE:-200}
+reserve=${SUITE_RESERVE:-360}
+[ "$quick" = 1 ] && reserve=${SUITE_RESERVE:-30}
 full=$("$py" -c "import sys; r, t = float(sys.argv[1]), float(sys.argv[2]); print(max(0, min(2687, int(t / max(r, 1e-3)))))" "$rate" "$(( $(left) - reserve - 20 ))")
 [ "$quick" = 1 ] && full=$((limit * 2))
 echo "## provo bf16 rate $rate s/context: full run on $full contexts"
@@ -68,9 +69,11 @@ step provo-bf16-full $(( $(left) - reserve )) "${provo[@]}" --limit "$full" --ou
 stat="(plain_generate or determinism or exact_distribution_on_smollm2 or grouping) and not tiny"
 [ "$quick" = 1 ] || step pytest-bf16 $(( $(left) < 90 ? $(left) : 90 )) env HARNESS_TEST_DEVICE=cuda HARNESS_TEST_DTYPE=bfloat16 \
   "$py" -m pytest -q -p no:cacheprovider tests/test_word_sampler.py tests/test_generator.py tests/test_word_distribution.py -k "$stat"
-step bench-generate-bf16 $(( $(left) < 80 ? $(left) : 80 )) "$py" benchmarks/bench_generate.py --model "$model" --device "$device" \
-  --dtype bfloat16 --limit "$gen" --n 10 --max-new-tokens "$tokens" --baseline-limit "$genbase"
+step bench-generate-bf16 $(( $(left) < 150 ? $(left) : 150 )) "$py" benchmarks/bench_generate.py --model "$model" --device "$device" \
+  --dtype bfloat16 --limit "$gen" --n 10 --max-new-tokens "$tokens" --baseline-limit "$gen"
 step provo-fp32-200 $(( $(left) < 60 ? $(left) : 60 )) "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-fp32"
+[ "$quick" = 1 ] && fp32_full=(--limit "$full") || fp32_full=()
+step provo-fp32-full $(( $(left) - 60 )) "${provo[@]}" "${fp32_full[@]}" --output-dir "$out/runs/gpu-fp32-full"
 step bench-word-sampler-bf16 $(( $(left) < 45 ? $(left) : 45 )) "$py" benchmarks/bench_word_sampler.py --model "$model" --device "$device" \
   --dtype bfloat16 --contexts "$ctx" --n "$n" --generate-contexts "$ctx" --lockstep --vllm
 step cuda_vs_cpu $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/check_cuda_matches_cpu.py --model "$model" --contexts "$ctx"
