@@ -121,8 +121,6 @@ class PrefixBatch:
     """
 
     def __init__(self, prefixes: list[SharedPrefix], segments: list[tuple[int, int, int]]) -> None:
-        self.prefixes = prefixes
-        self.segments = segments
         #: ``(prefix over the run's tensors, start, end, additive mask [rows, 1, 1, positions] or None)`` per run.
         self.runs: list[tuple[SharedPrefix, int, int, torch.Tensor | None]] = []
         grouped: list[list[tuple[int, int, int]]] = []
