@@ -26,7 +26,6 @@ Model families without shared-prefix attention and sequence-to-sequence models t
 
 from __future__ import annotations
 
-import inspect
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,7 +38,7 @@ from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
 from plugins.hf import prefix_attention
 from plugins.hf.draws import draw_tokens
 from plugins.hf.generation_text import finish_row, validate_request
-from plugins.hf.model_calls import cache_keyword
+from plugins.hf.model_calls import cache_keyword, last_logits_kwargs
 from plugins.hf.plain_generate import generate_plain
 from plugins.hf.prefix_attention import GroupPrefix, PassPrefix, SharedPrefix
 from plugins.hf.suffix_cache import SuffixLayer
@@ -123,9 +122,7 @@ class BatchGenerator:
         #: each request goes through ``model.generate``.
         self.shared_prefix = bool(use_shared_prefix and not self.seq2seq and prefix_attention.enable(model))
         self._cache_keyword = cache_keyword(model)
-        params = inspect.signature(model.forward).parameters
-        # Only the last position's logits are needed; skipping the rest saves a vocab-sized matmul per prompt token.
-        self._logits_kwargs: dict[str, Any] = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+        self._logits_kwargs = last_logits_kwargs(model)
         self._warpers: dict[DecodingConfig, list[Any]] = {}
 
     @property

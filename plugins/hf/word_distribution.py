@@ -27,7 +27,6 @@ share a forward pass), which costs a few positions per node instead of keeping a
 from __future__ import annotations
 
 import heapq
-import inspect
 import itertools
 import math
 from collections.abc import Sequence
@@ -45,7 +44,7 @@ from harness.kinds.word_distribution import (
 )
 from harness.text import Outcome, decide_word
 from plugins.hf.draws import require_mass
-from plugins.hf.model_calls import cache_keyword, output_cache
+from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cache
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 from plugins.hf.word_sampler import TrieWordSampler, _gather, _mergeable
 
@@ -83,8 +82,7 @@ class ExactWordSearch:
         self.eos = eos_token_ids(model, tokenizer)
         self._texts: list[str] | None = None
         self._space: np.ndarray | None = None
-        params = inspect.signature(model.forward).parameters
-        self._logits_kwargs: dict[str, Any] = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+        self._logits_kwargs = last_logits_kwargs(model)
         self._cache_keyword = cache_keyword(model)
 
     # ------------------------------------------------------------------------------------------- token texts

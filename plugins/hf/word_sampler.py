@@ -28,7 +28,6 @@ change floating-point rounding; keep it fixed to reproduce results bit for bit.
 from __future__ import annotations
 
 import copy
-import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +39,7 @@ from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.text import Outcome, decide_word
 from plugins.hf import prefix_attention
 from plugins.hf.draws import draw_counts
-from plugins.hf.model_calls import cache_keyword, output_cache
+from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cache
 from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
@@ -174,9 +173,7 @@ class TrieWordSampler:
         #: The decoder and its LM head writing into reused buffers; the shared-prefix path runs through it.
         self._head = NextTokenHead(model) if self.shared_prefix else None
         self._cache_keyword = cache_keyword(model)
-        params = inspect.signature(model.forward).parameters
-        # Only the last position's logits are needed; skipping the rest saves a vocab-sized matmul per context token.
-        self._logits_kwargs: dict[str, Any] = {"logits_to_keep": 1} if "logits_to_keep" in params else {}
+        self._logits_kwargs = last_logits_kwargs(model)
 
     def _new_cache(self) -> Any:
         from transformers import DynamicCache
