@@ -8,6 +8,7 @@ import pytest
 import torch
 from scipy import stats
 
+from plugins.hf import draws
 from plugins.hf.draws import draw_counts, draw_tokens
 
 
@@ -65,3 +66,19 @@ def test_draw_counts_distribution() -> None:
     counts = np.array([c for _, c in pairs])
     assert [t for t, _ in pairs] == [0, 1, 2, 3]
     assert stats.chisquare(counts, 20000 * p[0].numpy()).pvalue > 1e-3
+
+
+def test_block_sums_split_over_threads_are_the_one_thread_sums(monkeypatch: pytest.MonkeyPatch) -> None:
+    blocks = np.random.default_rng(3).random((101, 7, 256), dtype=np.float32)
+    expected = np.add.reduce(blocks, axis=-1, dtype=np.float64)
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(torch, "get_num_threads", lambda t=threads: t)
+        # 101 rows over 3 threads: parts of 33, 34 and 34 rows, each the same float64 sums bit for bit.
+        assert np.array_equal(draws._block_sums(blocks), expected)
+
+
+def test_count_rows_hand_case() -> None:
+    tokens = np.array([[5, 2, 5, -1], [7, -1, -1, -1], [-1, -1, -1, -1], [3, 3, 3, 1]])
+    valid = np.array([[True, True, True, False], [True, False, False, False], [False] * 4, [True] * 4])
+    assert draws._count_rows(tokens, valid) == [[(2, 1), (5, 2)], [(7, 1)], [], [(1, 1), (3, 3)]]
+    assert draws._count_rows(tokens, np.zeros_like(valid)) == [[], [], [], []]

@@ -18,6 +18,7 @@ from harness.requests import SampleWordsRequest
 from plugins.hf import loading
 from plugins.hf.adapter import HFAdapter
 from plugins.hf.loading import (
+    AUTO_STEP_ROWS,
     MARKER_FILE,
     ensure_packaged_model,
     load_hf_model,
@@ -238,6 +239,10 @@ def test_dtype_device_and_batch_size_options() -> None:
     cpu = torch.device("cpu")
     assert resolve_batch_size("auto", cpu) == 512 and resolve_batch_size("auto", cpu, max_batch=8) == 8
     assert resolve_batch_size("16", cpu) == 16 and resolve_batch_size(16, cpu, max_batch=4) == 4
+    # The one-token engines (trie sampler, generator) have their own, wider auto; an explicit size or cap still rules.
+    assert resolve_batch_size("auto", cpu, auto=AUTO_STEP_ROWS) == 1024
+    assert resolve_batch_size("auto", cpu, max_batch=8, auto=AUTO_STEP_ROWS) == 8
+    assert resolve_batch_size("16", cpu, auto=AUTO_STEP_ROWS) == 16
     for bad in ("0", "many", -3):
         with pytest.raises(ModelLoadError, match="batch size"):
             resolve_batch_size(bad, cpu)
@@ -279,7 +284,7 @@ def test_adapter_answers_sample_words_and_reports_provenance(smollm2: Any) -> No
         info = adapter.info()
         assert info["kind"] == "hf" and info["name"] == "smollm2-135m" and info["source"] == "alias"
         assert info["resolved"] == smollm2.path and info["dtype"] == "float32" and info["device"] == "cpu"
-        assert info["batch_size"] == 16 and 134_000_000 < info["parameters"] < 135_000_000
+        assert info["batch_size"] == 16 and info["step_rows"] == 16 and 134_000_000 < info["parameters"] < 135_000_000
         assert {"transformers_version", "torch_version", "model_class"} <= set(info)
         json.dumps(info)  # goes into results.json
         req = SampleWordsRequest(context="The capital of France is", n=50, seed=0, mode="exact", max_new_tokens=8)
@@ -324,6 +329,18 @@ def test_adapter_rejects_bad_model_args_before_loading() -> None:
             HFAdapter(ModelSpec(kind="hf", name="./no/such/dir", args=args, device="cpu"))
         assert str(info.value).startswith(f"{where}: {message}") and "\n" not in str(info.value)
         assert isinstance(info.value, HarnessError)
+
+
+def test_adapter_identity_holds_the_rows_per_pass_in_force() -> None:
+    """The auto default of the one-token engines is part of the store fingerprint, so a store written under another
+    default (which changes the last bits of sampled answers) is never resumed as if it were the same."""
+
+    def identity(batch_size: str, **args: str) -> dict[str, int]:
+        return HFAdapter.identity(ModelSpec(kind="hf", name="m", args=args, device="cpu", batch_size=batch_size))
+
+    assert identity("auto") == {"contexts_per_pass": 64, "step_rows": AUTO_STEP_ROWS["cpu"]}
+    assert identity("auto", max_batch="100") == {"contexts_per_pass": 64, "step_rows": 100}
+    assert identity("32", contexts_per_pass="4") == {"contexts_per_pass": 4, "step_rows": 32}
 
 
 def test_adapter_options_are_declared_with_their_defaults() -> None:

@@ -37,7 +37,14 @@ from harness.requests import (
     WordDistributionResponse,
 )
 from plugins.hf.generator import BatchGenerator
-from plugins.hf.loading import DTYPE_NAMES, LoadedModel, load_hf_model
+from plugins.hf.loading import (
+    AUTO_STEP_ROWS,
+    DTYPE_NAMES,
+    LoadedModel,
+    load_hf_model,
+    resolve_batch_size,
+    resolve_device,
+)
 from plugins.hf.query_scoring import QueryScorer
 from plugins.hf.word_distribution import ExactWordSearch
 from plugins.hf.word_sampler import TrieWordSampler
@@ -94,10 +101,14 @@ class HFAdapter(ModelAdapter):
 
     @classmethod
     def identity(cls, spec: ModelSpec) -> dict[str, Any]:
-        """The block size in force, default included: blocks share forward passes, so it changes the last bits of
-        sampled answers, and a store written under another default must not be resumed as if it were the same."""
+        """The block size and the rows per one-token pass in force, defaults included: both decide which rows share a
+        forward pass, so they change the last bits of sampled answers, and a store written under another default
+        must not be resumed as if it were the same."""
         settings = cls.options.parse(spec.args, f"--model-args for {spec.label}")
-        return {"contexts_per_pass": settings["contexts_per_pass"]}
+        step_rows = resolve_batch_size(
+            spec.batch_size, resolve_device(spec.device), settings["max_batch"], AUTO_STEP_ROWS
+        )
+        return {"contexts_per_pass": settings["contexts_per_pass"], "step_rows": step_rows}
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
@@ -118,14 +129,14 @@ class HFAdapter(ModelAdapter):
         self._sampler: TrieWordSampler | None = TrieWordSampler(
             self._loaded.model,
             self._loaded.tokenizer,
-            batch_size=self._loaded.batch_size,
+            batch_size=self._loaded.step_rows,
             device=self._loaded.device,
         )
         self._generator: BatchGenerator | None = BatchGenerator(
             self._loaded.model,
             self._loaded.tokenizer,
             device=self._loaded.device,
-            batch_size=self._loaded.batch_size,
+            batch_size=self._loaded.step_rows,
             name=spec.label,
         )
         self._search: ExactWordSearch | None = None
@@ -218,6 +229,7 @@ class HFAdapter(ModelAdapter):
             "dtype": str(loaded.dtype).removeprefix("torch."),
             "device": str(loaded.device),
             "batch_size": loaded.batch_size,
+            "step_rows": loaded.step_rows,
             "contexts_per_pass": self.group_size,
             "shared_prefix_attention": bool(self._sampler is not None and self._sampler.shared_prefix),
             "generation": self._generator.mode if self._generator is not None else None,

@@ -37,17 +37,18 @@ import torch
 
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.text import Outcome, decide_word
-from plugins.hf import prefix_attention
+from plugins.hf import inplace_mlp, prefix_attention
 from plugins.hf.draws import draw_counts
+from plugins.hf.loading import AUTO_STEP_ROWS
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cache
 from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 
-#: Rows per forward pass. Every pass streams all weights once, so a wide trie level wants few, large passes: on 2 CPU
-#: cores one decoding step of SmolLM2-135M-Instruct runs about 240 positions/s at 64 rows and 330-350 at 256 or more.
-#: The first level of a high-entropy context at n=1000 has about 300 nodes, which 512 covers in one pass.
-DEFAULT_BATCH_SIZE = 512
+#: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
+#: once, so a wide trie level wants few, large passes (see :data:`plugins.hf.loading.AUTO_STEP_ROWS` for the
+#: measurement); a block of 64 Provo contexts has about 11,000 nodes on its first level and a few hundred on its last.
+DEFAULT_BATCH_SIZE = AUTO_STEP_ROWS["cpu"]
 
 #: Cap on the key/value bytes gathered for one forward pass: with long contexts fewer rows go into each pass, so
 #: memory stays bounded (the cap depends only on the model and the request, so results stay deterministic).
@@ -172,6 +173,7 @@ class TrieWordSampler:
         )
         #: The decoder and its LM head writing into reused buffers; the shared-prefix path runs through it.
         self._head = NextTokenHead(model) if self.shared_prefix else None
+        inplace_mlp.enable(model)
         self._cache_keyword = cache_keyword(model)
         self._logits_kwargs = last_logits_kwargs(model)
 
