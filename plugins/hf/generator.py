@@ -40,6 +40,7 @@ from plugins.hf.draws import draw_tokens
 from plugins.hf.generation_text import finish_row, validate_request
 from plugins.hf.loading import AUTO_STEP_ROWS
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs
+from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.plain_generate import generate_plain
 from plugins.hf.prefix_attention import GroupPrefix, PassPrefix, SharedPrefix
 from plugins.hf.suffix_cache import SuffixLayer
@@ -125,6 +126,9 @@ class BatchGenerator:
         #: each request goes through ``model.generate``.
         self.shared_prefix = bool(use_shared_prefix and not self.seq2seq and prefix_attention.enable(model))
         inplace_mlp.enable(model)
+        #: The decoder and its LM head writing into reused buffers: a step's logits and probabilities (126 MB each
+        #: for 640 rows of SmolLM2's vocabulary in float32) are not allocated afresh, which on a CPU page-faults.
+        self._head = NextTokenHead(model) if self.shared_prefix and NextTokenHead.supports(model) else None
         self._cache_keyword = cache_keyword(model)
         self._logits_kwargs = last_logits_kwargs(model)
         self._warpers: dict[DecodingConfig, list[Any]] = {}
@@ -224,22 +228,36 @@ class BatchGenerator:
         return out.logits[:, -1, :].float()
 
     def _probabilities(self, logits: torch.Tensor, configs: list[DecodingConfig]) -> torch.Tensor:
-        """Softmax of the warped logits; rows are grouped by decoding config so each warper runs once per group."""
+        """Softmax of the warped logits; rows are grouped by decoding config so each warper runs once per group.
+
+        With the reused head, a group whose only warper is the temperature (the default ``top_k=0``, ``top_p=1``) is
+        divided and normalised in the head's buffers (``logits`` is overwritten): the same operations as
+        ``torch.softmax(logits / temperature)``, bit for bit. The result is valid until the next forward pass."""
         groups: dict[DecodingConfig, list[int]] = {}
         for row, config in enumerate(configs):
             groups.setdefault(config, []).append(row)
         if len(groups) == 1:
-            return torch.softmax(self._warp(logits, configs[0]), dim=-1)
+            from transformers import TemperatureLogitsWarper
+
+            config = configs[0]
+            warpers = self._warpers_of(config)
+            if self._head is not None and all(isinstance(w, TemperatureLogitsWarper) for w in warpers):
+                return self._head.softmax(logits, float(config.temperature))
+            return torch.softmax(self._warp(logits, config), dim=-1)
         probs = torch.empty_like(logits)
         for config, rows in groups.items():
             index = torch.tensor(rows, dtype=torch.long, device=logits.device)
             probs[index] = torch.softmax(self._warp(logits.index_select(0, index), config), dim=-1)
         return probs
 
-    def _warp(self, scores: torch.Tensor, config: DecodingConfig) -> torch.Tensor:
+    def _warpers_of(self, config: DecodingConfig) -> list[Any]:
         warpers = self._warpers.get(config)
         if warpers is None:
             warpers = self._warpers[config] = build_warpers(config)
+        return warpers
+
+    def _warp(self, scores: torch.Tensor, config: DecodingConfig) -> torch.Tensor:
+        warpers = self._warpers_of(config)
         if not warpers:
             return scores
         # These warpers ignore the token history; ``generate`` passes it, they never read it.
@@ -291,21 +309,23 @@ class BatchGenerator:
                 passes = self._rebalance(self._drop_finished(passes, requests, decoders, results), max_length)
                 if not passes:
                     break
-                chunks = []
+                chunks: list[torch.Tensor] = []
                 for p in passes:
                     if p.cache is None:
                         p.cache = self._new_cache(max_length)
                     input_ids = torch.tensor([[row.tokens[-1]] for row in p.rows], device=self.device)
                     positions = torch.tensor([[group.lengths[slot[row.req]] + step] for row in p.rows])
                     pass_prefix = PassPrefix(group, [slot[row.req] for row in p.rows])
-                    chunks.append(
-                        self._forward(
-                            input_ids, p.cache, position_ids=positions.to(self.device), shared_prefix=pass_prefix
-                        )
-                    )
+                    kwargs = {"position_ids": positions.to(self.device), "shared_prefix": pass_prefix}
+                    if self._head is not None:
+                        # Only the last hidden states: one LM head product over every pass's rows, below.
+                        chunks.append(self._head.hidden(input_ids, p.cache, **kwargs)[0][:, -1])
+                    else:
+                        chunks.append(self._forward(input_ids, p.cache, **kwargs))
                     for row in p.rows:
                         evaluated[row.req] += 1
-                logits = chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+                joined = chunks[0] if len(chunks) == 1 else torch.cat(chunks)
+                logits = joined if self._head is None else self._head.logits(joined)
                 step += 1
         return _responses(results, evaluated)
 

@@ -55,12 +55,9 @@ class NextTokenHead:
         out = self.decoder(input_ids=input_ids, use_cache=True, **{self._cache_keyword: cache}, **kwargs)
         return out.last_hidden_state, output_cache(out)
 
-    def probabilities(self, hidden: torch.Tensor, temperature: float) -> torch.Tensor:
-        """The float32 softmax of ``logits / temperature`` for the rows of ``hidden [rows, hidden_size]``.
-
-        The same operations, in the same dtypes, as the model's forward followed by ``torch.softmax(logits.float()
-        / temperature)``: the LM head product in the model's dtype, the upcast to float32, the division (skipped at
-        temperature 1, where it changes no value), the softmax."""
+    def logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The float32 logits of the rows of ``hidden [rows, hidden_size]``: the LM head product in the model's dtype,
+        then the upcast, as ``model(...).logits.float()`` computes them. A buffer the next call overwrites."""
         rows = hidden.shape[0]
         logits = self._buffer("logits", rows, self.weight.dtype)
         torch.mm(hidden, self.weight.t(), out=logits)
@@ -68,11 +65,25 @@ class NextTokenHead:
             upcast = self._buffer("upcast", rows, torch.float32)
             upcast.copy_(logits)
             logits = upcast
+        return logits
+
+    def softmax(self, logits: torch.Tensor, temperature: float = 1.0) -> torch.Tensor:
+        """The float32 softmax of ``logits / temperature`` (the division done in place, skipped at temperature 1,
+        where it changes no value), written into the probabilities buffer: ``torch.softmax(logits / temperature)``
+        bit for bit. ``logits`` is changed unless the temperature is 1."""
         if temperature != 1.0:
             logits.div_(temperature)
-        probs = self._buffer("probs", rows, torch.float32)
+        probs = self._buffer("probs", logits.shape[0], torch.float32)
         torch.ops.aten._softmax.out(logits, -1, False, out=probs)
         return probs
+
+    def probabilities(self, hidden: torch.Tensor, temperature: float) -> torch.Tensor:
+        """The float32 softmax of ``logits / temperature`` for the rows of ``hidden [rows, hidden_size]``.
+
+        The same operations, in the same dtypes, as the model's forward followed by ``torch.softmax(logits.float()
+        / temperature)``: the LM head product in the model's dtype, the upcast to float32, the division (skipped at
+        temperature 1, where it changes no value), the softmax."""
+        return self.softmax(self.logits(hidden), temperature)
 
     def _buffer(self, name: str, rows: int, dtype: torch.dtype) -> torch.Tensor:
         """The first ``rows`` rows of the named buffer, grown (never shrunk) to fit."""
