@@ -3,9 +3,9 @@
 Transformers computes ``down(silu(gate(x)) * up(x))``, which allocates two fresh ``[rows, intermediate]`` tensors per
 layer and pass (3 MB each for a 512-row pass of SmolLM2-135M) only to read them once. On a CPU, where these tensors
 no longer sit in cache when the next operation reads them, writing the activation and the product into the gate's own
-output instead saved about 17 ms of a 1,020 ms trie pass of 512 rows (1.6%; interleaved A/B on 2 cores, in the
-notes of issue 17). The operations are the same kernels on the same values, so the outputs are identical bit for bit;
-``tests/test_inplace_mlp.py`` checks that in float32 and bfloat16.
+output instead saved about 17 ms of a 1,020 ms trie pass of 512 rows (1.6%; interleaved A/B on 2 cores,
+``docs/word-sampling.md``, "Wider passes"). The operations are the same kernels on the same values, so the outputs
+are identical bit for bit; ``tests/test_inplace_mlp.py`` checks that in float32 and bfloat16.
 
 Only under no-grad or inference mode: with autograd recording, the in-place writes would destroy what the backward
 pass needs, so the layer falls back to transformers' own forward.

@@ -61,7 +61,8 @@ AUTO_BATCH_SIZE: dict[str, int] = {"cpu": 512, "cuda": 1024}
 #: generator) when the user asks for ``auto``. Their rows are cheap (one position each, the context read once), so
 #: each pass's fixed cost (streaming every weight, about 60 ms for SmolLM2-135M on 2 CPU cores, plus a level's last,
 #: partly filled pass) is worth spreading wider than the full sequences the query scorer batches: on the first 64
-#: Provo contexts in float32, 1,024 rows answered in 52.6 and 53.3 s against 58.8 to 63.9 s at 512 (notes of issue 17).
+#: Provo contexts in float32, 1,024 rows answered in 55.8 and 55.0 s against 63.9 and 58.8 s at 512, the same counts
+#: (``docs/word-sampling.md``, "Wider passes").
 AUTO_STEP_ROWS: dict[str, int] = {"cpu": 1024, "cuda": 1024}
 
 _DTYPES: dict[str, torch.dtype] = {
