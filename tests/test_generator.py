@@ -26,6 +26,7 @@ from plugins.hf.generation_text import finish_row, first_stop, scan_row, validat
 from plugins.hf.generator import BatchGenerator, build_warpers
 from plugins.hf.prefix_attention import (
     GroupPrefix,
+    PackedPrompts,
     PassPrefix,
     PrefixBatch,
     PrefixLayout,
@@ -193,6 +194,48 @@ def test_both_prefix_layouts_match_naive_softmax() -> None:
             torch.testing.assert_close(out[r, 0], expected, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="one new position"):
         prefix_attention(module, query.expand(rows, q_heads, 2, dim), key, value, None, shared_prefix=layouts["trie"])
+
+
+def test_group_narrowed_to_live_prompts_gives_the_same_bits() -> None:
+    """A group narrowed to the prompts that still have rows (the generator's tail steps) answers those rows bit for
+    bit as the whole group does: each prompt's products keep their shapes, only the finished prompts' go."""
+    torch.manual_seed(1)
+    kv_heads, q_heads, dim, suffix = 2, 6, 8, 4
+    prefixes = [SharedPrefix([torch.randn(kv_heads, n, dim)], [torch.randn(kv_heads, n, dim)]) for n in (5, 2, 7, 3)]
+    whole = GroupPrefix(prefixes)
+    narrow = whole.subset([3, 1])
+    assert narrow.lengths == [3, 2] and narrow.max_length == whole.max_length == 7
+    assert torch.equal(narrow.keys[0][0], whole.keys[0][3]) and torch.equal(narrow.mask[1], whole.mask[1])
+    module = torch.nn.Module()
+    module.layer_idx = 0  # type: ignore[assignment]
+    query = torch.randn(3, q_heads, 1, dim)
+    key, value = torch.randn(3, kv_heads, suffix, dim), torch.randn(3, kv_heads, suffix, dim)
+    full, _ = prefix_attention(module, query, key, value, None, shared_prefix=PassPrefix(whole, [1, 3, 3]))
+    part, _ = prefix_attention(module, query, key, value, None, shared_prefix=PassPrefix(narrow, [1, 0, 0]))
+    assert torch.equal(full, part)
+
+
+def test_packed_prompts_attend_within_each_prompt_only() -> None:
+    """Prompts packed end to end: each prompt's outputs are ``sdpa`` over that prompt alone, causally."""
+    torch.manual_seed(2)
+    heads, dim = 2, 8
+    lengths = [3, 1, 4]
+    packed = PackedPrompts(lengths)
+    assert packed.bounds == [(0, 3), (3, 4), (4, 8)] and packed.position_ids().tolist() == [[0, 1, 2, 0, 0, 1, 2, 3]]
+    module = torch.nn.Module()
+    module.is_causal = True  # type: ignore[assignment]
+    q, k, v = (torch.randn(1, heads, 8, dim) for _ in range(3))
+    out, _ = prefix_attention(module, q, k, v, None, packed_prompts=packed)
+    assert out.shape == (1, 8, heads, dim)
+    for s, e in packed.bounds:
+        alone = torch.nn.functional.scaled_dot_product_attention(
+            q[:, :, s:e], k[:, :, s:e], v[:, :, s:e], is_causal=True
+        )
+        assert torch.equal(out[:, s:e], alone.transpose(1, 2))
+    with pytest.raises(ValueError, match="at least one token"):
+        PackedPrompts([2, 0])
+    with pytest.raises(ValueError, match="packed prompts of 8 positions"):
+        prefix_attention(module, q[:, :, :5], k[:, :, :5], v[:, :, :5], None, packed_prompts=packed)
 
 
 def test_trie_layout_reads_nested_contexts_off_one_product_per_run() -> None:
@@ -474,6 +517,38 @@ def test_empty_prompt_uses_bos(smollm2: Any, generator: BatchGenerator) -> None:
     assert generator.prompt_ids(request) == [smollm2.tokenizer.bos_token_id]
     response = generator.generate(request)
     assert len(response.texts) == 3 and response.tokens_evaluated == 1 + sum(k - 1 for k in response.n_tokens)
+
+
+@pytest.mark.slow
+def test_packed_prompt_encoding_equals_each_prompt_alone(smollm2: Any) -> None:
+    """Prompts packed into one pass (and a prompt too long for the pass, encoded alone) get the keys, values and
+    first-token logits of each prompt encoded alone, up to float rounding; on a CPU, a prompt of a few dozen tokens
+    gets them bit for bit (the linear layers' rows do not depend on the other rows of the product there; a prompt of
+    one to a few tokens alone takes other kernels, which round differently)."""
+    texts = [
+        "Simplify the following sentence.\nSentence: The cat sat on the mat.\nSimplified:",
+        "Hi",
+        "",
+        "Once upon a",
+    ]
+    texts.append("Simplify the following sentence.\nSentence: The dog barked at the cat.\nSimplified:")
+    packing = BatchGenerator(smollm2.model, smollm2.tokenizer, device=smollm2.device, batch_size=40)
+    alone = BatchGenerator(smollm2.model, smollm2.tokenizer, device=smollm2.device, batch_size=1)
+    prompts = [packing.prompt_ids(GenerateRequest(prompt=t, n=1, seed=0)) for t in texts]
+    # The first prompt is too long to share a pass of 40; the next four are packed into one.
+    assert len(prompts[0]) > 20 and sum(len(p) for p in prompts[1:]) <= 40 and len(prompts[4]) >= 20
+    with torch.inference_mode():
+        packed_prefixes, packed_logits = packing._encode_prompts(prompts)
+        alone_prefixes, alone_logits = alone._encode_prompts(prompts)
+    for i, (a, b) in enumerate(zip(packed_prefixes, alone_prefixes, strict=True)):
+        assert a.length == b.length == len(prompts[i])
+        assert packed_logits[i].shape == alone_logits[i].shape == (1, smollm2.model.config.vocab_size)
+        pairs = [*zip(a.keys, b.keys, strict=True), *zip(a.values, b.values, strict=True)]
+        pairs.append((packed_logits[i], alone_logits[i]))
+        for x, y in pairs:
+            torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-4)
+            if smollm2.device.type == "cpu" and i in (0, 4):
+                assert torch.equal(x, y)
 
 
 @pytest.mark.slow
