@@ -138,8 +138,18 @@ def test_suffix_layer_grows_compacts_merges_and_splits() -> None:
         assert keys.shape == (4, 2, t + 1, 3) and layer.get_seq_length() == t + 1
     full = torch.cat(steps, dim=2)
     assert torch.equal(_kv(layer)[0], full) and torch.equal(_kv(layer)[1], -full)
+    storage = layer.keys.data_ptr()
     layer.keep_rows(torch.tensor([0, 2]))
-    assert torch.equal(_kv(layer)[0], full[[0, 2]])
+    assert torch.equal(_kv(layer)[0], full[[0, 2]]) and torch.equal(_kv(layer)[1], -full[[0, 2]])
+    assert layer.keys.data_ptr() == storage  # compacted in place: row 0 stays, row 2 moves up
+    grown = layer.update(torch.ones(2, 2, 1, 3), torch.ones(2, 2, 1, 3))[0]
+    assert torch.equal(grown[:, :, :40], full[[0, 2]]) and bool((grown[:, :, 40] == 1).all())
+    layer.keep_rows(torch.tensor([1]))
+    assert torch.equal(_kv(layer)[0][:, :, :40], full[[2]])
+    layer = SuffixLayer(max_length=100)
+    for k in steps:
+        layer.update(k, -k)
+    layer.keep_rows(torch.tensor([0, 2]))
     other = SuffixLayer(max_length=100)
     for k in steps:
         other.update(k[:1] + 1, k[:1])
