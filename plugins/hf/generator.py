@@ -362,12 +362,7 @@ class BatchGenerator:
         lm_head = self.model.get_output_embeddings()
         for s, e in packed.bounds:
             first_logits.append(lm_head(hidden[:, e - 1 : e])[:, -1, :].float())
-            prefixes.append(
-                SharedPrefix(
-                    [layer.keys[0][:, s:e] for layer in cache.layers],
-                    [layer.values[0][:, s:e] for layer in cache.layers],
-                )
-            )
+            prefixes.append(SharedPrefix.from_cache(cache, s, e))
 
     def _drop_finished(
         self,

@@ -69,9 +69,11 @@ class SharedPrefix:
             raise ValueError(f"a prefix of {self.length} positions over tensors of {self.positions}")
 
     @classmethod
-    def from_cache(cls, cache: Any) -> SharedPrefix:
-        """The prefix held by the batch-1 ``cache`` of a context's forward pass, as views of the cache's tensors."""
-        return cls([layer.keys[0] for layer in cache.layers], [layer.values[0] for layer in cache.layers])
+    def from_cache(cls, cache: Any, start: int = 0, end: int | None = None) -> SharedPrefix:
+        """The prefix held by the batch-1 ``cache`` of a context's forward pass, as views of the cache's tensors:
+        positions ``start:end`` of it (one prompt of several packed into that pass, :class:`PackedPrompts`)."""
+        keys = [layer.keys[0][:, start:end] for layer in cache.layers]
+        return cls(keys, [layer.values[0][:, start:end] for layer in cache.layers])
 
     def shortened(self, length: int) -> SharedPrefix:
         """The prefix of a shorter context that this one's tokens begin with: its first ``length`` positions, over
