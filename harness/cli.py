@@ -162,10 +162,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _add_executor_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("where the model runs (docs/distributed.md)")
-    g.add_argument("--executor", choices=EXECUTORS, default="local", help="local (this process) or ray (a Ray cluster)")
+    g.add_argument("--executor", choices=EXECUTORS, default="local", help="local (this machine) or ray (a Ray cluster)")
     g.add_argument("--ray-address", help="the Ray cluster to join: auto, HOST:PORT (default: start one here)")
-    g.add_argument("--workers", type=int, help="Ray actors holding the model (default: fill the cluster)")
-    g.add_argument("--cpus-per-worker", type=float, default=1.0, help="CPUs Ray gives each worker (default 1)")
+    g.add_argument(
+        "--workers",
+        type=int,
+        help="processes (local; default: none, this one) or Ray actors (default: fill the cluster) holding the model",
+    )
+    g.add_argument(
+        "--cpus-per-worker", type=float, default=1.0, help="CPUs, and torch threads, each worker gets (default 1)"
+    )
     g.add_argument("--gpus-per-worker", type=float, help="GPUs per worker (default: 1 if the cluster has GPUs)")
     g.add_argument("--max-retries", type=int, default=3, help="times a block is resent after its worker died")
 

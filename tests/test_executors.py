@@ -12,7 +12,8 @@ import pytest
 import harness.executors as executors
 from harness.errors import HarnessError
 from harness.executors import ExecutorOptions
-from harness.executors.ray_driver import plan_workers, sum_stats
+from harness.executors.pool import sum_stats
+from harness.executors.ray_driver import plan_workers
 from harness.models import ModelSpec
 from harness.results import strip_volatile
 from harness.sweep import pair_model_args, read_plan
@@ -27,11 +28,24 @@ def _results(folder: Path) -> dict:
     return json.loads((folder / "results.json").read_text())
 
 
-def test_ray_flags_need_the_ray_executor(cli: Callable[..., CliResult]) -> None:
-    for flags, name in ((["--workers", "2"], "--workers"), (["--ray-address", "auto"], "--ray-address")):
-        result = cli("run", "--tasks", "provo", "--model", "mock:a", *flags, check=False)
-        assert result.returncode == 2
-        assert result.stderr.strip() == f"error: {name}: only used with --executor ray"
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--ray-address", "auto"], "--ray-address: only used with --executor ray"),
+        (["--gpus-per-worker", "1"], "--gpus-per-worker: only used with --executor ray"),
+        (["--workers", "2", "--gpus-per-worker", "1"], "--gpus-per-worker: only used with --executor ray"),
+        (["--cpus-per-worker", "2"], "--cpus-per-worker: only used with --workers N or --executor ray"),
+        (["--max-retries", "1"], "--max-retries: only used with --workers N or --executor ray"),
+        (["--workers", "0"], "--workers: expected a positive integer, got 0"),
+        (["--workers", "2", "--cpus-per-worker", "0"], "--cpus-per-worker: expected a positive number, got 0.0"),
+    ],
+)
+def test_executor_flags_are_checked_before_data_loads(
+    cli: Callable[..., CliResult], flags: list[str], message: str
+) -> None:
+    result = cli("run", "--tasks", "provo", "--model", "mock:a", *flags, check=False)
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"error: {message}"
 
 
 def test_ray_not_installed_is_one_line(cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch) -> None:

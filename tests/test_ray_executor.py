@@ -11,26 +11,17 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from harness.results import strip_volatile
 from harness.store import scan
 from tests.conftest import CliResult
+from tests.executor_helpers import PROVO, SLOW_MOCK, Driver, assert_identical, results_of, store_of, stored_count
 from tests.helpers import require_provo
 
 pytestmark = pytest.mark.slow
-
-HARNESS = str(Path(sys.executable).parent / "harness")
-#: Provo with the mock model in 12 blocks of 4 (the mock's block_size), slow enough to be killed midway.
-SLOW_MOCK = ["--model", "mock:slow", "--model-args", "latency=0.5,block_size=4", "--limit", "48"]
-PROVO = ["--tasks", "provo", "--task-args", "n_samples=40"]
 
 
 @pytest.fixture(scope="module")
@@ -43,71 +34,6 @@ def ray_cluster() -> Iterator[str]:
         yield ray.get_runtime_context().gcs_address
     finally:
         ray.shutdown()
-
-
-def _results(folder: Path) -> dict:
-    return json.loads((folder / "results.json").read_text())
-
-
-def _samples(folder: Path, task: str) -> bytes:
-    (path,) = sorted(folder.glob(f"samples_{task}_*.jsonl"))
-    return path.read_bytes()
-
-
-def _assert_identical(local: Path, other: Path, tasks: list[str]) -> None:
-    """The same results (but for the volatile keys: date, timing, execution) and byte-identical samples files."""
-    assert strip_volatile(_results(other)) == strip_volatile(_results(local))
-    for task in tasks:
-        assert _samples(other, task) == _samples(local, task), task
-
-
-def _store(folder: Path, task: str) -> Path:
-    (path,) = sorted((folder / "responses").glob(f"{task}-*.jsonl"))
-    return path
-
-
-class Driver:
-    """``harness run ... --executor ray`` as a subprocess whose stderr is read line by line as it comes."""
-
-    def __init__(self, args: list[str]) -> None:
-        env = {**os.environ, "HARNESS_NO_PROGRESS": "1"}
-        self.proc = subprocess.Popen(
-            [HARNESS, "run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
-        )
-        self.lines: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.append(line.rstrip("\n"))
-
-    def wait_for(self, check: Callable[[], object], what: str, timeout: float = 90.0) -> object:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = check()
-            if found:
-                return found
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.1)
-        raise AssertionError(f"never saw {what}; driver stderr:\n" + "\n".join(self.lines))
-
-    def worker_pids(self) -> list[int]:
-        return [int(line.split("(pid ")[1].split()[0]) for line in self.lines if " ready (pid " in line]
-
-    def finish(self, timeout: float = 180.0) -> int:
-        self.proc.wait(timeout)
-        self.reader.join(10)
-        return self.proc.returncode
-
-
-def _stored(path_of: Callable[[], Path]) -> int:
-    try:
-        return len(scan(path_of()).records)
-    except (ValueError, OSError):
-        return 0
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -125,8 +51,8 @@ def test_ray_run_equals_local_run(
         "run", *args, "--output-dir", str(tmp_path / "ray"), "--executor", "ray", "--workers", str(workers)
     )  # fmt: skip
     tasks = ["provo", "wmt14-en-de@ancestral"]
-    _assert_identical(tmp_path / "local" / "mock__m", tmp_path / "ray" / "mock__m", tasks)
-    execution = _results(tmp_path / "ray" / "mock__m")["execution"]
+    assert_identical(tmp_path / "local" / "mock__m", tmp_path / "ray" / "mock__m", tasks)
+    execution = results_of(tmp_path / "ray" / "mock__m")["execution"]
     assert execution["executor"] == "ray"
     assert execution["workers"] == workers and execution["worker_restarts"] == 0
     assert execution["blocks"] == {task: {"total": 4, "sent": 4} for task in tasks}  # 10 instances in blocks of 3
@@ -140,7 +66,7 @@ def test_killed_worker_is_replaced(cli: Callable[..., CliResult], ray_cluster: s
     driver = Driver([*PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "ray"), "--executor", "ray",
                      "--ray-address", ray_cluster, "--workers", "2"])  # fmt: skip
     pids = driver.wait_for(lambda: driver.worker_pids(), "a worker ready")
-    driver.wait_for(lambda: _stored(lambda: _store(out, "provo")) >= 4, "the first block stored")
+    driver.wait_for(lambda: stored_count(lambda: store_of(out, "provo")) >= 4, "the first block stored")
     victim = pids[0]  # type: ignore[index]
     os.kill(victim, signal.SIGKILL)
     assert driver.finish() == 0, "\n".join(driver.lines)
@@ -148,10 +74,10 @@ def test_killed_worker_is_replaced(cli: Callable[..., CliResult], ray_cluster: s
     assert len(died) == 1 and f"(pid {victim} " in died[0], driver.lines
     assert "starting a replacement and sending its blocks again" in died[0]
     cli("run", *PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "local"))
-    _assert_identical(tmp_path / "local" / "mock__slow", out, ["provo"])
-    execution = _results(out)["execution"]
+    assert_identical(tmp_path / "local" / "mock__slow", out, ["provo"])
+    execution = results_of(out)["execution"]
     assert execution["worker_restarts"] == 1 and execution["blocks_resent"] >= 1
-    store = scan(_store(out, "provo"))
+    store = scan(store_of(out, "provo"))
     assert len(store.records) == 48 and store.duplicates == 0 and not store.problems
 
 
@@ -163,11 +89,11 @@ def test_killed_driver_resumes_with_only_missing_blocks(
     args = [*PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "ray"), "--executor", "ray", "--workers", "2"]
     out = tmp_path / "ray" / "mock__slow"
     driver = Driver([*args, "--ray-address", ray_cluster])
-    driver.wait_for(lambda: _stored(lambda: _store(out, "provo")) >= 12, "three blocks stored")
+    driver.wait_for(lambda: stored_count(lambda: store_of(out, "provo")) >= 12, "three blocks stored")
     driver.proc.send_signal(signal.SIGKILL)
     driver.finish()
     assert not (out / "results.json").exists()
-    stored = set(scan(_store(out, "provo")).records)
+    stored = set(scan(store_of(out, "provo")).records)
     from harness.data import resolve_data_dir
     from harness.plugins import get_registry
     from harness.task_loading import resolve_tasks
@@ -179,10 +105,10 @@ def test_killed_driver_resumes_with_only_missing_blocks(
     assert 0 < missing < 12
 
     cli("run", *args)  # in-process, on the same cluster
-    assert _results(out)["execution"]["blocks"] == {"provo": {"total": 12, "sent": missing}}
+    assert results_of(out)["execution"]["blocks"] == {"provo": {"total": 12, "sent": missing}}
     cli("run", *PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "local"))
-    _assert_identical(tmp_path / "local" / "mock__slow", out, ["provo"])
-    store = scan(_store(out, "provo"))
+    assert_identical(tmp_path / "local" / "mock__slow", out, ["provo"])
+    store = scan(store_of(out, "provo"))
     assert len(store.records) == 48 and not store.problems
 
 
@@ -204,10 +130,10 @@ def test_sweep_on_ray_then_leaderboard(cli: Callable[..., CliResult], ray_cluste
     assert "== mock:small ==" in swept.stdout and "== mock:sharp ==" in swept.stdout
     for name, args in (("small", "block_size=2"), ("sharp", "zipf=2.0")):
         folder = tmp_path / "sweep" / f"mock__{name}"
-        assert _results(folder)["execution"]["executor"] == "ray"
+        assert results_of(folder)["execution"]["executor"] == "ray"
         cli("run", "--tasks", "provo,wmt14-en-de", "--limit", "6", "--task-args", "n_samples=8",
             "--model", f"mock:{name}", "--model-args", args, "--output-dir", str(tmp_path / "local"))  # fmt: skip
-        _assert_identical(tmp_path / "local" / f"mock__{name}", folder, ["provo", "wmt14-en-de@ancestral"])
+        assert_identical(tmp_path / "local" / f"mock__{name}", folder, ["provo", "wmt14-en-de@ancestral"])
     board = tmp_path / "board"
     cli("leaderboard", *(str(p) for p in sorted((tmp_path / "sweep").iterdir())), "-o", str(board), "--no-plots")
     data = json.loads((board / "leaderboard.json").read_text())
@@ -234,6 +160,6 @@ def test_smollm2_on_ray_equals_local(cli: Callable[..., CliResult], ray_cluster:
         torch.set_num_threads(threads)
     cli("run", *args, "--output-dir", str(tmp_path / "ray"), "--executor", "ray", "--workers", "2")
     folder = tmp_path / "ray" / "hf__smollm2-135m"
-    _assert_identical(tmp_path / "local" / "hf__smollm2-135m", folder, ["provo", "wmt14-en-de@ancestral"])
-    execution = _results(folder)["execution"]
+    assert_identical(tmp_path / "local" / "hf__smollm2-135m", folder, ["provo", "wmt14-en-de@ancestral"])
+    execution = results_of(folder)["execution"]
     assert execution["threads_per_worker"] == 1 and execution["workers"] == 2

@@ -1,12 +1,14 @@
 """Executors: who answers a run's missing requests. The runner opens the response stores and scores; an executor
 only turns missing instances into stored responses, block by block.
 
-* ``local`` (:mod:`harness.executors.local`): this process loads the model and answers the blocks in order.
-* ``ray`` (:mod:`harness.executors.ray_driver`): Ray actors, one per worker, each holding a loaded model, answer
-  blocks sent by this process, which alone writes the stores (see ``docs/distributed.md``).
+* ``local`` (:mod:`harness.executors.local`): this process loads the model and answers the blocks in order; with
+  ``--workers N``, N child processes on this machine answer them (:mod:`harness.executors.processes`).
+* ``ray`` (:mod:`harness.executors.ray_driver`): Ray actors, one per worker, each holding a loaded model.
 
-Both cut the same fixed blocks (:mod:`harness.executors.blocks`) and build the same requests with the same seeds,
-so where a block is answered cannot change a number.
+Workers (processes or actors) answer blocks sent by this process, which alone writes the stores; both pools run the
+same driver loop (:mod:`harness.executors.pool`; see ``docs/distributed.md``). All of them cut the same fixed blocks
+(:mod:`harness.executors.blocks`) and build the same requests with the same seeds, so where a block is answered
+cannot change a number.
 """
 
 from __future__ import annotations
@@ -36,18 +38,21 @@ def ray_installed() -> bool:
 
 @dataclass(frozen=True)
 class ExecutorOptions:
-    """``--executor`` and its settings (the Ray ones are refused with the local executor)."""
+    """``--executor`` and its settings (the Ray-only ones are refused with the local executor, and the pool's ones
+    with a local run in this process)."""
 
     name: str = "local"
     #: Ray: the cluster to join (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``); None starts one on this machine
     #: (or joins ``$RAY_ADDRESS``).
     ray_address: str | None = None
     #: Ray: how many actors hold the model; None fills the cluster (its GPUs, else its CPUs / ``cpus_per_worker``).
+    #: Local: how many child processes hold the model; None answers in this process.
     workers: int | None = None
+    #: CPUs per worker: Ray reserves them, and each worker's torch uses as many threads.
     cpus_per_worker: float = 1.0
     #: Ray: GPUs per actor; None asks one each when the cluster has GPUs and the model's device is not ``cpu``.
     gpus_per_worker: float | None = None
-    #: Ray: how many times a block is sent again after the worker answering it died.
+    #: How many times a block is sent again after the worker answering it died.
     max_retries: int = 3
 
     def check(self) -> None:
@@ -55,15 +60,17 @@ class ExecutorOptions:
         if self.name not in EXECUTORS:
             raise HarnessError(f"--executor: expected one of {', '.join(EXECUTORS)}, got '{self.name}'")
         if self.name == "local":
-            for flag, value, default in (
-                ("--ray-address", self.ray_address, None),
-                ("--workers", self.workers, None),
-                ("--cpus-per-worker", self.cpus_per_worker, 1.0),
-                ("--gpus-per-worker", self.gpus_per_worker, None),
-                ("--max-retries", self.max_retries, 3),
-            ):
-                if value != default:
+            ray_only = {
+                "--ray-address": self.ray_address is not None,
+                "--gpus-per-worker": self.gpus_per_worker is not None,
+            }
+            pool_only = {"--cpus-per-worker": self.cpus_per_worker != 1.0, "--max-retries": self.max_retries != 3}
+            for flag, given in ray_only.items():
+                if given:
                     raise HarnessError(f"{flag}: only used with --executor ray")
+            for flag, given in pool_only.items():
+                if given and self.workers is None:
+                    raise HarnessError(f"{flag}: only used with --workers N or --executor ray")
         if self.name == "ray" and not ray_installed():
             raise HarnessError(RAY_MISSING)
         if self.workers is not None and self.workers < 1:
@@ -109,6 +116,10 @@ def answer_missing(
         from harness.executors.ray_driver import answer_on_ray
 
         return answer_on_ray(runs, model, adapter_cls, out_dir, seed, options)
+    if options.workers is not None:
+        from harness.executors.processes import answer_in_processes
+
+        return answer_in_processes(runs, model, adapter_cls, out_dir, seed, options)
     from harness.executors.local import answer_locally
 
     return answer_locally(runs, model, adapter_cls, out_dir, seed)

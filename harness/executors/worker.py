@@ -1,8 +1,9 @@
-"""The Ray actor that holds one loaded model and answers blocks of requests for the driver.
+"""The worker that holds one loaded model and answers blocks of requests for the driver (:mod:`harness.executors.pool`).
 
 It stores nothing: the driver alone writes the response stores (one writer, the output folder's lock respected),
 so a worker that dies loses at most the blocks it was answering, which the driver sends again. It imports nothing
-from Ray, so it is a plain class the driver wraps with ``ray.remote`` and tests can call directly.
+from Ray or multiprocessing: the Ray executor wraps it with ``ray.remote``, the local one serves it in a child
+process (:mod:`harness.executors.processes`), and tests can call it directly.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class ModelWorker:
         seconds = time.perf_counter() - start
         torch = sys.modules.get("torch")
         if torch is not None:
-            # As many threads as CPUs Ray gave this actor, not as many as the machine has: workers share it.
+            # As many threads as CPUs this worker was given, not as many as the machine has: workers share it.
             torch.set_num_threads(self.threads)
         return {
             "pid": os.getpid(),

@@ -1,0 +1,392 @@
+"""The driver of a pool of workers, each holding a loaded model: send them blocks, store what comes back.
+
+One loop serves both pools (``docs/distributed.md``): Ray actors (``--executor ray``,
+:mod:`harness.executors.ray_driver`) and processes on this machine (``--executor local --workers N``,
+:mod:`harness.executors.processes`). A :class:`Backend` is the only part that differs: how a worker starts, how a
+call reaches it, how a death shows.
+
+How work flows:
+
+* The driver (this process, holding the output folder's lock) starts ``workers`` workers
+  (:class:`~harness.executors.worker.ModelWorker`); each loads the model once.
+* Blocks are cut exactly as the in-process executor cuts them (:mod:`harness.executors.blocks`); the driver builds
+  each block's requests (with the same seeds) and keeps at most :data:`IN_FLIGHT` blocks queued per worker, so a
+  worker never waits for the driver.
+* Every answer is stored by the driver as it arrives (completion order: the stores are read by instance id, so
+  order does not matter); scoring runs once at the end, in the runner, as for a local run.
+* A worker that dies (its process killed, its node lost) is replaced by a new worker in the same slot and the blocks
+  it held are sent again, at most ``max_retries`` times each; then the run stops with a one-line error, the stored
+  responses safe. An error raised by the model adapter itself (a bad argument, an API refusing) is not retried.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from harness.errors import HarnessError, one_line
+from harness.executors import ExecutorOptions
+from harness.executors.blocks import Block, blocks_in, cut_blocks
+from harness.progress import Progress
+from harness.store import ResponseStore
+
+if TYPE_CHECKING:
+    from harness.models import ModelAdapter, ModelSpec
+    from harness.runner import TaskRun
+
+#: Blocks sent ahead to each worker: one being answered, one waiting in the worker's queue.
+IN_FLIGHT = 2
+#: How often (seconds) the driver wakes up to refresh progress while no answer arrives.
+POLL_SECONDS = 2.0
+#: Seconds the driver waits for a worker's counts and its closing before giving up on it.
+CLOSE_SECONDS = 60.0
+
+
+class WorkerDied(Exception):
+    """The worker holding a call ended (its process killed, its node lost) before answering it."""
+
+
+class Backend(Protocol):
+    """Where the workers run. Calls are opaque, hashable handles; a worker answers its calls in the order sent."""
+
+    #: The pool's name in its messages and ``execution.executor`` (``ray``, ``local``).
+    name: str
+    #: How many workers, and the CPUs and GPUs each is given.
+    workers: int
+    cpus: float
+    gpus: float
+
+    def start(self, index: int, adapter_cls: type[ModelAdapter], spec: ModelSpec, threads: int) -> Any:
+        """A new worker in slot ``index`` (not loaded yet: the pool calls ``load``)."""
+
+    def call(self, worker: Any, method: str, *args: Any) -> Any:
+        """Ask ``worker`` to run ``ModelWorker.<method>(*args)``; a handle to wait on."""
+
+    def wait(self, calls: list[Any], timeout: float) -> list[Any]:
+        """Those of ``calls`` that are answered (or whose worker died), waiting at most ``timeout`` seconds for one."""
+
+    def result(self, call: Any, timeout: float | None = None) -> Any:
+        """The call's value; raises :class:`WorkerDied`, ``TimeoutError``, or the adapter's own exception."""
+
+    def kill(self, worker: Any) -> None:
+        """Stop ``worker`` now, whatever it is doing."""
+
+    def where(self) -> str:
+        """The progress bar's place, after the model's name: ``on ray``, ``in 2 processes``."""
+
+    def execution(self) -> dict[str, Any]:
+        """This backend's own entries of ``results.json``'s ``execution``."""
+
+
+@dataclass
+class Slot:
+    """One worker place: the worker now in it (a replacement after a death) and what it holds."""
+
+    index: int
+    actor: Any = None
+    ready: bool = False
+    pid: int | None = None
+    host: str = ""
+    #: Replacements started in a row without a successful load (bounded by ``max_retries``).
+    failed_loads: int = 0
+    in_flight: int = 0
+
+
+@dataclass
+class Sent:
+    """A call on its way: a load (``block`` None) or a block, with its seeds and requests to store the answers."""
+
+    slot: Slot
+    #: The worker it was sent to (a slot's worker changes when a dead one is replaced).
+    actor: Any
+    block: Block | None = None
+    attempt: int = 0
+    seeds: list[int] = field(default_factory=list)
+    requests: list[Any] = field(default_factory=list)
+
+
+class WorkerPool:
+    """The workers of one model and the blocks they answer (module docstring)."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        runs: list[TaskRun],
+        model: ModelSpec,
+        adapter_cls: type[ModelAdapter],
+        out_dir: Path,
+        seed: int,
+        options: ExecutorOptions,
+    ) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.runs = runs
+        self.model = model
+        self.adapter_cls = adapter_cls
+        self.out_dir = out_dir.resolve()
+        self.seed = seed
+        self.options = options
+        self.workers, self.cpus, self.gpus = backend.workers, backend.cpus, backend.gpus
+        self.slots = [Slot(i) for i in range(self.workers)]
+        self.sent: dict[Any, Sent] = {}
+        self.queue: deque[tuple[Block, int]] = deque()
+        self.group_size: int | None = None
+        self.info: dict[str, Any] | None = None
+        self.load_seconds: list[float] = []
+        self.restarts = 0
+        self.resent = 0
+        self.done_blocks: dict[str, int] = {r.name: 0 for r in runs}
+        self.total_blocks: dict[str, int] = {}
+        self.sent_blocks: dict[str, int] = {}
+        self.finished_at: dict[str, float] = {}
+        self.progress: Progress | None = None
+        #: When the pool started, and when the first worker was ready (answering time counts from there, as a
+        #: local run's counts from after the model load).
+        self.started = 0.0
+        self.first_ready = 0.0
+
+    @property
+    def threads(self) -> int:
+        """Torch threads per worker: the CPUs it is given, at least one (the number ``execution`` records)."""
+        return max(1, int(self.cpus))
+
+    # ------------------------------------------------------------------------------------------------- workers
+    def _start(self, slot: Slot) -> None:
+        spec = replace(self.model, cache_dir=self.out_dir / "api-cache" / f"{self.name}-worker-{slot.index + 1}")
+        slot.actor = self.backend.start(slot.index, self.adapter_cls, spec, self.threads)
+        slot.ready, slot.pid, slot.in_flight = False, None, 0
+        self.sent[self.backend.call(slot.actor, "load")] = Sent(slot, slot.actor)
+
+    def _loaded(self, sent: Sent, report: dict[str, Any]) -> None:
+        slot = sent.slot
+        slot.ready, slot.pid, slot.host, slot.failed_loads = True, report["pid"], report["host"], 0
+        if self.group_size is None:
+            self.first_ready = time.perf_counter()
+            self.group_size = int(report["group_size"])
+            self.info = report["info"]
+            for r in self.runs:  # before any answer, as locally: a killed run's stores still say which model
+                assert isinstance(r.store, ResponseStore)
+                r.store.set_model_info(report["info"])
+            self._cut_blocks()
+        elif report["group_size"] != self.group_size:
+            raise HarnessError(
+                f"{self.name}: worker {slot.index + 1} answers blocks of {report['group_size']} instances, the first "
+                f"worker of {self.group_size}; the workers must run the same harness and model arguments"
+            )
+        elif report["info"] != self.info:
+            print(
+                f"warning: {self.name}: worker {slot.index + 1} on {slot.host} reports another model setup than the "
+                f"first ({_first_difference(self.info or {}, report['info'])}); numbers may depend on which worker "
+                "answered a block",
+                file=sys.stderr,
+            )
+        self.load_seconds.append(float(report["load_seconds"]))
+        print(
+            f"{self.name}: worker {slot.index + 1}/{self.workers} ready (pid {slot.pid} on {slot.host}, model loaded "
+            f"in {report['load_seconds']:.1f}s)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def _died(self, sent: Sent, exc: BaseException) -> None:
+        """Replace the dead worker of ``sent`` and queue again every block it held."""
+        slot = sent.slot
+        if sent.actor is not slot.actor:
+            return  # another call of that worker reported its death first: it was replaced already
+        held = [ref for ref, other in self.sent.items() if other.actor is sent.actor]
+        lost = [s for s in [sent, *(self.sent.pop(ref) for ref in held)] if s.block is not None]
+        self.backend.kill(sent.actor)
+        if sent.block is None:
+            slot.failed_loads += 1
+            if slot.failed_loads > self.options.max_retries:
+                raise HarnessError(
+                    f"{self.name}: worker {slot.index + 1} died {slot.failed_loads} times in a row while loading the "
+                    f"model ({one_line(str(exc), 160)}); {self._safe()}"
+                )
+        for each in sorted(lost, key=lambda s: s.block.number if s.block else 0, reverse=True):
+            assert each.block is not None
+            attempt = each.attempt + 1
+            if attempt > self.options.max_retries:
+                raise HarnessError(
+                    f"{self.name}: {each.block.label} was sent {attempt} times and the worker answering it died each "
+                    f"time (last: {one_line(str(exc), 160)}); {self._safe()}"
+                )
+            self.queue.appendleft((each.block, attempt))
+            self.resent += 1
+        self.restarts += 1
+        doing = "answering " + ", ".join(s.block.label for s in lost if s.block) if lost else "loading the model"
+        again = " and sending its blocks again" if lost else ""
+        print(
+            f"warning: {self.name}: worker {slot.index + 1} (pid {slot.pid or '?'} on {slot.host or '?'}) died while "
+            f"{doing}; starting a replacement{again} ({one_line(str(exc), 120)})",
+            file=sys.stderr,
+            flush=True,
+        )
+        self._start(slot)
+
+    def _safe(self) -> str:
+        stored = sum(len(r.store.records) for r in self.runs if isinstance(r.store, ResponseStore))
+        return (
+            f"the {stored} responses stored so far are safe in {self.out_dir / 'responses'}; run the same command "
+            "again to resume"
+        )
+
+    # -------------------------------------------------------------------------------------------------- blocks
+    def _cut_blocks(self) -> None:
+        assert self.group_size is not None
+        for r in self.runs:
+            todo = cut_blocks(r, self.group_size)
+            self.total_blocks[r.name] = blocks_in(r, self.group_size)
+            self.sent_blocks[r.name] = len(todo)
+            self.done_blocks[r.name] = self.total_blocks[r.name] - len(todo)
+            self.queue.extend((block, 0) for block in todo)
+            if not todo:
+                self.finished_at[r.name] = 0.0
+        total = sum(len(block.instances) for block, _ in self.queue)
+        self.progress = Progress(total, f"{self.model.label} {self.backend.where()}", "instance")
+
+    def _send(self) -> None:
+        for slot in self.slots:
+            while slot.ready and slot.in_flight < IN_FLIGHT and self.queue:
+                block, attempt = self.queue.popleft()
+                seeds, requests = block.requests(self.seed)
+                ref = self.backend.call(slot.actor, "answer", block.run.task.kind, requests)
+                self.sent[ref] = Sent(slot, slot.actor, block, attempt, seeds, requests)
+                slot.in_flight += 1
+
+    def _answered(self, sent: Sent, records: list[dict[str, Any]]) -> None:
+        block = sent.block
+        assert block is not None and self.progress is not None
+        sent.slot.in_flight -= 1
+        block.store_answers(sent.seeds, sent.requests, records)
+        name = block.run.name
+        self.done_blocks[name] += 1
+        if self.done_blocks[name] == self.total_blocks[name]:
+            self.finished_at[name] = time.perf_counter() - self.first_ready
+        self.progress.update(len(block.instances))
+
+    def _status(self) -> str:
+        alive = sum(slot.ready for slot in self.slots)
+        tasks = ", ".join(
+            f"{name} {self.done_blocks[name]}/{total} blocks" for name, total in self.total_blocks.items()
+        )
+        return f"{alive}/{self.workers} workers; {tasks}"
+
+    # ------------------------------------------------------------------------------------------------ the loop
+    def run(self) -> None:
+        self.started = time.perf_counter()
+        for slot in self.slots:
+            self._start(slot)
+        try:
+            while True:
+                self._send()
+                if self.group_size is not None and not self.queue and all(s.block is None for s in self.sent.values()):
+                    break  # every block answered; replacements still loading are not waited for
+                # Never empty here: a slot is either loading (its load call is out) or ready and holding blocks.
+                assert self.sent, "no call on its way but blocks left"
+                if self.progress is not None:
+                    self.progress.set_status(self._status())
+                for ref in self.backend.wait(list(self.sent), POLL_SECONDS):
+                    sent = self.sent.pop(ref, None)
+                    if sent is None:
+                        continue
+                    try:
+                        value = self.backend.result(ref)
+                    except WorkerDied as exc:
+                        self._died(sent, exc)
+                        continue
+                    if sent.block is None:
+                        self._loaded(sent, value)
+                    else:
+                        self._answered(sent, value)
+            for r in self.runs:
+                r.timing["requests_seconds"] = round(self.finished_at.get(r.name, 0.0), 3)
+        finally:
+            if self.progress is not None:
+                self.progress.close()
+
+    def run_stats(self) -> dict[str, Any] | None:
+        """``run_stats`` of the live workers, summed (a dead worker's are lost with it)."""
+        live = [self.backend.call(slot.actor, "run_stats") for slot in self.slots if slot.ready]
+        merged: dict[str, Any] | None = None
+        for ref in live:
+            try:
+                stats = self.backend.result(ref, timeout=CLOSE_SECONDS)
+            except (WorkerDied, TimeoutError):
+                continue  # a worker that died after its last block: every answer is stored, only its counts are lost
+            if stats is not None:
+                merged = sum_stats(merged or {}, stats)
+        return merged
+
+    def close(self) -> None:
+        for slot in self.slots:
+            if slot.actor is None:
+                continue
+            try:
+                if slot.ready:
+                    self.backend.result(self.backend.call(slot.actor, "close"), timeout=CLOSE_SECONDS)
+            except Exception:  # noqa: BLE001 - a worker that cannot close is killed below anyway
+                pass
+            self.backend.kill(slot.actor)
+            slot.actor = None
+
+    def execution(self) -> dict[str, Any]:
+        return {
+            "executor": self.name,
+            **self.backend.execution(),
+            "workers": self.workers,
+            "cpus_per_worker": self.cpus,
+            "gpus_per_worker": self.gpus,
+            "threads_per_worker": self.threads,
+            "hosts": sorted({slot.host for slot in self.slots if slot.host}),
+            "first_worker_ready_seconds": round(self.first_ready - self.started, 3),
+            "worker_restarts": self.restarts,
+            "blocks_resent": self.resent,
+            "blocks": {
+                name: {"total": self.total_blocks[name], "sent": self.sent_blocks[name]} for name in self.total_blocks
+            },
+        }
+
+
+def sum_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+    """Two workers' ``run_stats`` added up: numbers summed, nested objects merged the same way, else the first."""
+    out = dict(a)
+    for key, value in b.items():
+        if key not in out:
+            out[key] = value
+        elif isinstance(value, dict) and isinstance(out[key], dict):
+            out[key] = sum_stats(out[key], value)
+        elif isinstance(value, int | float) and isinstance(out[key], int | float) and not isinstance(value, bool):
+            out[key] = out[key] + value
+    return out
+
+
+def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    for key in sorted(set(a) | set(b)):
+        if a.get(key) != b.get(key):
+            return f"{key}: {a.get(key)!r} vs {b.get(key)!r}"
+    return "no difference"
+
+
+def answer_with_pool(
+    backend: Backend,
+    runs: list[TaskRun],
+    model: ModelSpec,
+    adapter_cls: type[ModelAdapter],
+    out_dir: Path,
+    seed: int,
+    options: ExecutorOptions,
+) -> tuple[WorkerPool, dict[str, Any] | None]:
+    """Answer the missing blocks of ``runs`` with ``backend``'s workers; the pool (for its execution record and
+    load times) and the workers' summed ``run_stats``. The workers are stopped whatever happens."""
+    pool = WorkerPool(backend, runs, model, adapter_cls, out_dir, seed, options)
+    try:
+        pool.run()
+        api_calls = pool.run_stats()
+    finally:
+        pool.close()
+    return pool, api_calls

@@ -1,0 +1,86 @@
+"""What the tests of the worker pools share (``--executor ray`` and ``--workers N`` locally): a driver run as a
+subprocess whose stderr is read as it comes, and the comparisons with a local run."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from harness.results import strip_volatile
+from harness.store import scan
+
+HARNESS = str(Path(sys.executable).parent / "harness")
+#: Provo with the mock model in 12 blocks of 4 (the mock's block_size), slow enough to be killed midway.
+SLOW_MOCK = ["--model", "mock:slow", "--model-args", "latency=0.5,block_size=4", "--limit", "48"]
+PROVO = ["--tasks", "provo", "--task-args", "n_samples=40"]
+
+
+def results_of(folder: Path) -> dict:
+    return json.loads((folder / "results.json").read_text())
+
+
+def samples_file(folder: Path, task: str) -> bytes:
+    (path,) = sorted(folder.glob(f"samples_{task}_*.jsonl"))
+    return path.read_bytes()
+
+
+def assert_identical(local: Path, other: Path, tasks: list[str]) -> None:
+    """The same results (but for the volatile keys: date, timing, execution) and byte-identical samples files."""
+    assert strip_volatile(results_of(other)) == strip_volatile(results_of(local))
+    for task in tasks:
+        assert samples_file(other, task) == samples_file(local, task), task
+
+
+def store_of(folder: Path, task: str) -> Path:
+    (path,) = sorted((folder / "responses").glob(f"{task}-*.jsonl"))
+    return path
+
+
+class Driver:
+    """``harness run ...`` (a pool's driver) as a subprocess whose stderr is read line by line as it comes."""
+
+    def __init__(self, args: list[str]) -> None:
+        env = {**os.environ, "HARNESS_NO_PROGRESS": "1"}
+        self.proc = subprocess.Popen(
+            [HARNESS, "run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def wait_for(self, check: Callable[[], object], what: str, timeout: float = 90.0) -> object:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = check()
+            if found:
+                return found
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise AssertionError(f"never saw {what}; driver stderr:\n" + "\n".join(self.lines))
+
+    def worker_pids(self) -> list[int]:
+        return [int(line.split("(pid ")[1].split()[0]) for line in self.lines if " ready (pid " in line]
+
+    def finish(self, timeout: float = 180.0) -> int:
+        self.proc.wait(timeout)
+        self.reader.join(10)
+        return self.proc.returncode
+
+
+def stored_count(path_of: Callable[[], Path]) -> int:
+    try:
+        return len(scan(path_of()).records)
+    except (ValueError, OSError):
+        return 0

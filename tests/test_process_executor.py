@@ -1,0 +1,158 @@
+"""``--workers N`` with the local executor: N child processes answer the blocks, this process stores them.
+
+Identical results to a run in this process (the mock, bit for bit), a worker killed with SIGKILL and replaced, an
+adapter's error arriving as its one line, and the process backend's calls on their own. Slow: every test starts
+processes (each a fresh interpreter importing the harness).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.errors import HarnessError
+from harness.executors import ExecutorOptions
+from harness.executors.pool import WorkerDied
+from harness.executors.processes import ProcessBackend
+from harness.models import ModelSpec
+from harness.store import scan
+from tests.conftest import CliResult
+from tests.executor_helpers import PROVO, SLOW_MOCK, Driver, assert_identical, results_of, store_of, stored_count
+from tests.helpers import require_provo
+
+pytestmark = pytest.mark.slow
+
+
+def test_workers_run_equals_local_run(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    """Provo and a generation task on 2 worker processes: the in-process run's results and samples, byte for byte."""
+    require_provo()
+    args = [
+        "--tasks", "provo,wmt14-en-de", "--model", "mock:m", "--model-args", "block_size=3", "--limit", "10",
+        "--task-args", "n_samples=8",
+    ]  # fmt: skip
+    cli("run", *args, "--output-dir", str(tmp_path / "local"))
+    pooled = cli("run", *args, "--output-dir", str(tmp_path / "pool"), "--workers", "2")
+    tasks = ["provo", "wmt14-en-de@ancestral"]
+    assert_identical(tmp_path / "local" / "mock__m", tmp_path / "pool" / "mock__m", tasks)
+    execution = results_of(tmp_path / "pool" / "mock__m")["execution"]
+    assert execution["executor"] == "local"
+    assert execution["workers"] == 2 and execution["threads_per_worker"] == 1
+    assert execution["worker_restarts"] == 0 and execution["blocks_resent"] == 0
+    assert execution["blocks"] == {task: {"total": 4, "sent": 4} for task in tasks}  # 10 instances in blocks of 3
+    # A worker still loading when the last block is answered is not waited for, so one line or two.
+    ready = [line.split(" ready")[0] for line in pooled.stderr.splitlines() if " ready (pid " in line]
+    assert ready and set(ready) <= {"local: worker 1/2", "local: worker 2/2"}
+
+
+def test_killed_worker_process_is_replaced(cli: Callable[..., CliResult], tmp_path: Path) -> None:
+    """SIGKILL one worker process while it holds blocks: a replacement answers them; identical results."""
+    require_provo()
+    out = tmp_path / "pool" / "mock__slow"
+    driver = Driver([*PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "pool"), "--workers", "2"])
+    pids = driver.wait_for(lambda: driver.worker_pids(), "a worker ready")
+    driver.wait_for(lambda: stored_count(lambda: store_of(out, "provo")) >= 4, "the first block stored")
+    victim = pids[0]  # type: ignore[index]
+    os.kill(victim, signal.SIGKILL)
+    assert driver.finish() == 0, "\n".join(driver.lines)
+    died = [line for line in driver.lines if "died while answering provo block" in line]
+    assert len(died) == 1 and f"(pid {victim} " in died[0], driver.lines
+    assert died[0].startswith("warning: local: worker ")
+    assert f"(process {victim} killed by SIGKILL)" in died[0]
+    cli("run", *PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "local"))
+    assert_identical(tmp_path / "local" / "mock__slow", out, ["provo"])
+    execution = results_of(out)["execution"]
+    assert execution["worker_restarts"] == 1 and execution["blocks_resent"] >= 1
+    store = scan(store_of(out, "provo"))
+    assert len(store.records) == 48 and store.duplicates == 0 and not store.problems
+
+
+# A stand-in adapter and request kind, importable by name in the child processes (``spawn`` pickles by name).
+class EchoAdapter:
+    group_size = 3
+
+    def __init__(self, spec: ModelSpec) -> None:
+        self.spec = spec
+
+    def info(self) -> dict[str, Any]:
+        return {"name": self.spec.name}
+
+    def run_stats(self) -> dict[str, Any]:
+        return {"calls": 1}
+
+    def close(self) -> None:
+        pass
+
+
+class EchoKind:
+    def answer(self, adapter: EchoAdapter, requests: list[Any]) -> list[Any]:
+        if requests == ["refuse"]:
+            raise HarnessError("--model-args: the echo model refuses 'refuse'")
+        if requests == ["sleep"]:
+            time.sleep(60)
+        if requests == ["unsendable"]:
+            return [lambda: None]
+        return [{"echo": request, "pid": os.getpid()} for request in requests]
+
+
+@pytest.fixture
+def backend() -> ProcessBackend:
+    return ProcessBackend(ExecutorOptions(workers=1))
+
+
+def test_backend_answers_in_order_and_reports_errors(backend: ProcessBackend) -> None:
+    worker = backend.start(0, EchoAdapter, ModelSpec("echo", "e"), threads=1)  # type: ignore[arg-type]
+    try:
+        report = backend.result(backend.call(worker, "load"), timeout=60)
+        assert report["group_size"] == 3 and report["info"] == {"name": "e"} and report["pid"] != os.getpid()
+        first = backend.call(worker, "answer", EchoKind(), ["a", "b"])
+        refused = backend.call(worker, "answer", EchoKind(), ["refuse"])
+        unsendable = backend.call(worker, "answer", EchoKind(), ["unsendable"])
+        second = backend.call(worker, "answer", EchoKind(), ["c"])
+        assert [r["echo"] for r in backend.result(first, timeout=60)] == ["a", "b"]
+        with pytest.raises(HarnessError, match=r"^--model-args: the echo model refuses 'refuse'$"):
+            backend.result(refused, timeout=60)
+        with pytest.raises(RuntimeError, match="cannot send the answer to answer"):
+            backend.result(unsendable, timeout=60)
+        assert backend.result(second, timeout=60)[0]["pid"] == report["pid"]  # the worker lives on
+        assert backend.result(backend.call(worker, "run_stats"), timeout=60) == {"calls": 1}
+    finally:
+        backend.kill(worker)
+    assert not worker.process.is_alive()
+
+
+def test_backend_reports_a_killed_worker_on_every_call_it_held(backend: ProcessBackend) -> None:
+    worker = backend.start(0, EchoAdapter, ModelSpec("echo", "e"), threads=1)  # type: ignore[arg-type]
+    try:
+        pid = backend.result(backend.call(worker, "load"), timeout=60)["pid"]
+        busy = backend.call(worker, "answer", EchoKind(), ["sleep"])
+        queued = backend.call(worker, "answer", EchoKind(), ["a"])
+        assert backend.wait([busy, queued], 0.2) == []
+        os.kill(pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while len(backend.wait([busy, queued], 1.0)) < 2 and time.monotonic() < deadline:
+            pass
+        for call in (busy, queued):
+            with pytest.raises(WorkerDied, match=rf"^process {pid} killed by SIGKILL$"):
+                backend.result(call)
+        with pytest.raises(WorkerDied):  # a call sent after the death ends at once
+            backend.result(backend.call(worker, "run_stats"), timeout=1)
+    finally:
+        backend.kill(worker)
+
+
+def test_result_times_out(backend: ProcessBackend) -> None:
+    worker = backend.start(0, EchoAdapter, ModelSpec("echo", "e"), threads=1)  # type: ignore[arg-type]
+    try:
+        backend.result(backend.call(worker, "load"), timeout=60)
+        with pytest.raises(TimeoutError, match=r"did not answer in 0.3 s"):
+            backend.result(backend.call(worker, "answer", EchoKind(), ["sleep"]), timeout=0.3)
+    finally:
+        started = time.monotonic()
+        backend.kill(worker)  # busy: it is killed after EXIT_SECONDS, not waited for
+    assert time.monotonic() - started < 10 and not worker.process.is_alive()
