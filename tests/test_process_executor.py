@@ -154,5 +154,5 @@ def test_result_times_out(backend: ProcessBackend) -> None:
             backend.result(backend.call(worker, "answer", EchoKind(), ["sleep"]), timeout=0.3)
     finally:
         started = time.monotonic()
-        backend.kill(worker)  # busy: it is killed after EXIT_SECONDS, not waited for
-    assert time.monotonic() - started < 10 and not worker.process.is_alive()
+        backend.kill(worker)  # busy: killed at once, not waited for
+    assert time.monotonic() - started < 2 and not worker.process.is_alive()

@@ -10,8 +10,9 @@ How work flows:
 * The driver (this process, holding the output folder's lock) starts ``workers`` workers
   (:class:`~harness.executors.worker.ModelWorker`); each loads the model once.
 * Blocks are cut exactly as the in-process executor cuts them (:mod:`harness.executors.blocks`); the driver builds
-  each block's requests (with the same seeds) and keeps at most :data:`IN_FLIGHT` blocks queued per worker, so a
-  worker never waits for the driver.
+  each block's requests (with the same seeds), keeps the backend's ``in_flight`` blocks queued per worker (two on
+  Ray, one locally), and sends a worker its next block before storing the one it returned, so a worker never waits
+  for the driver.
 * Every answer is stored by the driver as it arrives (completion order: the stores are read by instance id, so
   order does not matter); scoring runs once at the end, in the runner, as for a local run.
 * A worker that dies (its process killed, its node lost) is replaced by a new worker in the same slot and the blocks
@@ -38,8 +39,6 @@ if TYPE_CHECKING:
     from harness.models import ModelAdapter, ModelSpec
     from harness.runner import TaskRun
 
-#: Blocks sent ahead to each worker: one being answered, one waiting in the worker's queue.
-IN_FLIGHT = 2
 #: How often (seconds) the driver wakes up to refresh progress while no answer arrives.
 POLL_SECONDS = 2.0
 #: Seconds the driver waits for a worker's counts and its closing before giving up on it.
@@ -59,6 +58,9 @@ class Backend(Protocol):
     workers: int
     cpus: float
     gpus: float
+    #: Blocks sent ahead to each worker: more than one hides a slow round trip (a cluster's network), but at the end
+    #: of a run a worker may still hold queued blocks while another has none left.
+    in_flight: int
 
     def start(self, index: int, adapter_cls: type[ModelAdapter], spec: ModelSpec, threads: int) -> Any:
         """A new worker in slot ``index`` (not loaded yet: the pool calls ``load``)."""
@@ -251,7 +253,7 @@ class WorkerPool:
 
     def _send(self) -> None:
         for slot in self.slots:
-            while slot.ready and slot.in_flight < IN_FLIGHT and self.queue:
+            while slot.ready and slot.in_flight < self.backend.in_flight and self.queue:
                 block, attempt = self.queue.popleft()
                 seeds, requests = block.requests(self.seed)
                 ref = self.backend.call(slot.actor, "answer", block.run.task.kind, requests)
@@ -262,6 +264,7 @@ class WorkerPool:
         block = sent.block
         assert block is not None and self.progress is not None
         sent.slot.in_flight -= 1
+        self._send()  # the worker's next block first: storing (an fsync per response) takes a while
         block.store_answers(sent.seeds, sent.requests, records)
         name = block.run.name
         self.done_blocks[name] += 1
@@ -323,11 +326,13 @@ class WorkerPool:
         return merged
 
     def close(self) -> None:
+        """Close the idle workers' adapters, then stop every worker. A worker still answering a block (the run was
+        interrupted, or failed) is stopped at once: a close call would wait behind its block."""
         for slot in self.slots:
             if slot.actor is None:
                 continue
             try:
-                if slot.ready:
+                if slot.ready and slot.in_flight == 0:
                     self.backend.result(self.backend.call(slot.actor, "close"), timeout=CLOSE_SECONDS)
             except Exception:  # noqa: BLE001 - a worker that cannot close is killed below anyway
                 pass

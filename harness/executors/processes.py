@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from harness.models import ModelAdapter, ModelSpec
     from harness.runner import TaskRun
 
-#: Seconds a worker is given to exit after its pipe closes, before it is killed.
+#: Seconds an idle worker is given to exit after its pipe closes, before it is killed.
 EXIT_SECONDS = 5.0
 
 
@@ -101,6 +101,9 @@ class ProcessBackend:
     """Workers as child processes of this one (:class:`~harness.executors.pool.Backend`)."""
 
     name = "local"
+    #: Blocks sent ahead to each worker: one. A pipe's round trip takes microseconds, and a second queued block could
+    #: leave another worker idle at the end of the run.
+    in_flight = 1
 
     def __init__(self, options: ExecutorOptions) -> None:
         self.workers = options.workers or 1
@@ -167,8 +170,10 @@ class ProcessBackend:
         return call.value
 
     def kill(self, worker: Worker) -> None:
+        # An idle worker exits by itself once its pipe closes; one still answering a call is killed at once.
+        idle = worker.death is None and not worker.calls
         worker.conn.close()
-        worker.process.join(EXIT_SECONDS if worker.death is None else 0)
+        worker.process.join(EXIT_SECONDS if idle else 0)
         if worker.process.is_alive():
             worker.process.kill()
             worker.process.join()

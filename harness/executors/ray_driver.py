@@ -114,6 +114,8 @@ class RayBackend:
     ``cpus_per_worker`` CPUs and ``gpus_per_worker`` GPUs."""
 
     name = "ray"
+    #: Blocks sent ahead to each worker: one being answered, one waiting in the actor's queue (hides the round trip).
+    in_flight = 2
 
     def __init__(self, ray: Any, options: ExecutorOptions, model: ModelSpec) -> None:
         self.ray = ray

@@ -1,23 +1,27 @@
-"""What the Ray executor costs and gains against a local run of the same work, each configuration a fresh
-``harness run`` process (so Ray's start-up, the model loads and the scoring are all in the wall time a user sees).
+"""What the worker pools cost and gain against a run in one process: the same work as fresh ``harness run``
+processes (so Ray's start-up, the workers' start, the model loads and the scoring are all in the wall time a user
+sees), in one process, in local worker processes (``--workers``) and on Ray.
 
-The answering time counts from the first block sent (a local run: after the model load; on Ray: once the first
-worker has loaded it), so the Ray cluster's start and the workers' start-up are reported apart.
+The answering time counts from the first block sent (in one process: after the model load; in a pool: once the
+first worker has loaded it), so the Ray cluster's start and the workers' start-up are reported apart.
 
-Configurations (``--configs``, default all):
+Configurations (``--configs``, default all; ``C`` is the machine's CPU count):
 
-* ``local``: ``harness run`` on this process, torch on all its threads;
-* ``ray-1x<C>``: one Ray worker with all ``C`` CPUs of the machine (the same thread count as ``local``);
-* ``ray-<W>x1``: ``W`` workers of one CPU each (``W`` = the machine's CPUs).
+* ``local``: ``harness run`` in one process, torch on all its threads;
+* ``local-<C>x1``: ``C`` local worker processes of one thread each (``--workers C``);
+* ``ray-1x<C>``: one Ray worker with all ``C`` CPUs (the same thread count as ``local``);
+* ``ray-<C>x1``: ``C`` Ray workers of one CPU each.
 
-For each: the wall time of the command, Ray's connection (cluster start), the model load (the slowest worker's), the
-answering time (first block sent to last block stored) and its throughput, and the scoring time, from the run's own
-``results.json`` (``timing``, ``execution``). A second model, ``mock`` (answers in microseconds), measures the per-block
-cost of the Ray round trip itself: (Ray answering time - local answering time) / blocks.
+For each: the wall time of the command, Ray's connection (cluster start), the first worker's start, the model load
+(the slowest worker's), the answering time (first block sent to last block stored) and its throughput, and the
+scoring time, from the run's own ``results.json`` (``timing``, ``execution``). A second model, ``mock`` (answers in
+microseconds), measures the per-block cost of a pool's round trip itself: (pool answering time - local answering
+time) / blocks.
 
-Example (the measurement ``docs/distributed.md`` reports)::
+Example (the measurement ``docs/distributed.md`` reports: 256 Provo contexts are 4 blocks of 64, enough to keep
+two workers busy)::
 
-    python benchmarks/bench_ray_overhead.py --limit 64 --n 1000 --mock-limit 2000
+    python benchmarks/bench_executors.py --limit 256 --n 1000 --mock-limit 2000
 
 Run it on a quiet machine: it times real processes and nothing else may run beside them. Every number is measured.
 """
@@ -42,6 +46,7 @@ HARNESS = str(Path(sys.executable).parent / "harness")
 def configurations(cpus: int) -> dict[str, list[str]]:
     return {
         "local": [],
+        f"local-{cpus}x1": ["--workers", str(cpus)],
         f"ray-1x{cpus}": ["--executor", "ray", "--workers", "1", "--cpus-per-worker", str(cpus)],
         f"ray-{cpus}x1": ["--executor", "ray", "--workers", str(cpus), "--cpus-per-worker", "1"],
     }
@@ -59,8 +64,8 @@ def run_once(args: list[str], out: Path) -> dict[str, Any]:
     timing = results["timing"]
     tasks = [k for k in timing if isinstance(timing[k], dict)]
     answering = sum(timing[t].get("requests_seconds", 0.0) for t in tasks)
-    # Ray's tasks share the answering time (blocks of all tasks interleave): take the longest, not the sum.
-    if results["execution"]["executor"] == "ray":
+    # A pool's tasks share the answering time (blocks of all tasks interleave): take the longest, not the sum.
+    if "workers" in results["execution"]:
         answering = max(timing[t].get("requests_seconds", 0.0) for t in tasks)
     blocks = sum(b.get("sent", 0) for b in results["execution"]["blocks"].values())
     instances = sum(results["n-samples"][t]["effective"] for t in tasks)
@@ -84,7 +89,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default="hf:smollm2-135m", help="the real model (default: the packaged SmolLM2)")
     parser.add_argument("--tasks", default="provo")
-    parser.add_argument("--limit", type=int, default=64, help="instances of the real model's run (4 blocks of 16)")
+    parser.add_argument("--limit", type=int, default=256, help="instances of the real model's run (4 blocks of 64)")
     parser.add_argument("--n", type=int, default=1000, help="samples per Provo context (n_samples)")
     parser.add_argument("--mock-limit", type=int, default=2000, help="instances of the mock run (0: skip it)")
     parser.add_argument("--configs", help="comma-separated subset of the configurations (default: all)")
@@ -112,14 +117,13 @@ def main() -> None:
             for name in chosen:
                 measured = run_once(job_args + configs[name], Path(tmp) / f"{job}-{name}")
                 report["runs"][f"{job}/{name}"] = measured
-                ray_part = ""
+                pool_part = ""
                 if measured["ray_connect_seconds"] is not None:
-                    ray_part = (
-                        f"  ray start {measured['ray_connect_seconds']:.1f}s, first worker ready "
-                        f"{measured['first_worker_ready_seconds']:.1f}s"
-                    )
+                    pool_part = f"  ray start {measured['ray_connect_seconds']:.1f}s,"
+                if measured["first_worker_ready_seconds"] is not None:
+                    pool_part += f"  first worker ready {measured['first_worker_ready_seconds']:.1f}s"
                 print(
-                    f"{job:5s} {name:9s} wall {measured['wall_seconds']:7.1f}s{ray_part}  load "
+                    f"{job:5s} {name:10s} wall {measured['wall_seconds']:7.1f}s{pool_part}  load "
                     f"{measured['model_load_seconds']}s"
                     f"  answering {measured['answering_seconds']:7.1f}s ({measured['instances_per_second']} inst/s,"
                     f" {measured['blocks']} blocks)  scoring {measured['scoring_seconds']:.1f}s",
@@ -142,7 +146,7 @@ def main() -> None:
                 "same_metrics": same,
             }
             print(
-                f"{job:5s} {name:9s} vs local: {extra_wall:+.1f}s wall, {extra_answer:+.1f}s answering "
+                f"{job:5s} {name:10s} vs local: {extra_wall:+.1f}s wall, {extra_answer:+.1f}s answering "
                 f"({per_block * 1000:+.1f} ms per block); same metrics: {same}"
             )
     if args.json:
