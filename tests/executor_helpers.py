@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -84,3 +85,26 @@ def stored_count(path_of: Callable[[], Path]) -> int:
         return len(scan(path_of()).records)
     except (ValueError, OSError):
         return 0
+
+
+def kill_a_worker_midway(cli: Callable[..., object], tmp_path: Path, pool_args: list[str]) -> str:
+    """Run the slow mock's Provo in a pool (``pool_args``), SIGKILL one worker once the first block is stored, and
+    check that the run still ends with the local run's results, one replacement and no duplicate record; returns the
+    driver's line about the death."""
+    out = tmp_path / "pool" / "mock__slow"
+    driver = Driver([*PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "pool"), *pool_args])
+    pids = driver.wait_for(lambda: driver.worker_pids(), "a worker ready")
+    driver.wait_for(lambda: stored_count(lambda: store_of(out, "provo")) >= 4, "the first block stored")
+    victim = pids[0]  # type: ignore[index]
+    os.kill(victim, signal.SIGKILL)
+    assert driver.finish() == 0, "\n".join(driver.lines)
+    died = [line for line in driver.lines if "died while answering provo block" in line]
+    assert len(died) == 1 and f"(pid {victim} " in died[0], driver.lines
+    assert "starting a replacement and sending its blocks again" in died[0]
+    cli("run", *PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "local"))
+    assert_identical(tmp_path / "local" / "mock__slow", out, ["provo"])
+    execution = results_of(out)["execution"]
+    assert execution["worker_restarts"] == 1 and execution["blocks_resent"] >= 1
+    store = scan(store_of(out, "provo"))
+    assert len(store.records) == 48 and store.duplicates == 0 and not store.problems
+    return died[0].replace(f"pid {victim} ", "pid VICTIM ").replace(f"process {victim} ", "process VICTIM ")

@@ -9,7 +9,6 @@ can kill. Every test here is slow (Ray starts in a few seconds; the kill tests w
 from __future__ import annotations
 
 import json
-import os
 import signal
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,7 +17,16 @@ import pytest
 
 from harness.store import scan
 from tests.conftest import CliResult
-from tests.executor_helpers import PROVO, SLOW_MOCK, Driver, assert_identical, results_of, store_of, stored_count
+from tests.executor_helpers import (
+    PROVO,
+    SLOW_MOCK,
+    Driver,
+    assert_identical,
+    kill_a_worker_midway,
+    results_of,
+    store_of,
+    stored_count,
+)
 from tests.helpers import require_provo
 
 pytestmark = pytest.mark.slow
@@ -62,23 +70,8 @@ def test_ray_run_equals_local_run(
 def test_killed_worker_is_replaced(cli: Callable[..., CliResult], ray_cluster: str, tmp_path: Path) -> None:
     """SIGKILL one worker while it holds blocks: a replacement answers them; identical results, no duplicates."""
     require_provo()
-    out = tmp_path / "ray" / "mock__slow"
-    driver = Driver([*PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "ray"), "--executor", "ray",
-                     "--ray-address", ray_cluster, "--workers", "2"])  # fmt: skip
-    pids = driver.wait_for(lambda: driver.worker_pids(), "a worker ready")
-    driver.wait_for(lambda: stored_count(lambda: store_of(out, "provo")) >= 4, "the first block stored")
-    victim = pids[0]  # type: ignore[index]
-    os.kill(victim, signal.SIGKILL)
-    assert driver.finish() == 0, "\n".join(driver.lines)
-    died = [line for line in driver.lines if "died while answering provo block" in line]
-    assert len(died) == 1 and f"(pid {victim} " in died[0], driver.lines
-    assert "starting a replacement and sending its blocks again" in died[0]
-    cli("run", *PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "local"))
-    assert_identical(tmp_path / "local" / "mock__slow", out, ["provo"])
-    execution = results_of(out)["execution"]
-    assert execution["worker_restarts"] == 1 and execution["blocks_resent"] >= 1
-    store = scan(store_of(out, "provo"))
-    assert len(store.records) == 48 and store.duplicates == 0 and not store.problems
+    died = kill_a_worker_midway(cli, tmp_path, ["--executor", "ray", "--ray-address", ray_cluster, "--workers", "2"])
+    assert died.startswith("warning: ray: worker ")
 
 
 def test_killed_driver_resumes_with_only_missing_blocks(

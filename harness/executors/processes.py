@@ -15,6 +15,7 @@ on every call it held; the pool starts a replacement and sends its blocks again.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import pickle
@@ -189,10 +190,7 @@ class ProcessBackend:
     def _receive(self, worker: Worker) -> None:
         """Every reply waiting in ``worker``'s pipe; a closed pipe means the process is gone."""
         try:
-            while worker.conn.poll():
-                call_id, ok, value = worker.conn.recv()
-                call = worker.calls.pop(call_id)
-                call.done, call.ok, call.value = True, ok, value
+            _drain(worker)
         except (EOFError, OSError):
             self._bury(worker)
 
@@ -201,13 +199,8 @@ class ProcessBackend:
         if worker.death is not None:
             return
         if not worker.conn.closed:
-            try:
-                while worker.conn.poll():
-                    call_id, ok, value = worker.conn.recv()
-                    call = worker.calls.pop(call_id)
-                    call.done, call.ok, call.value = True, ok, value
-            except (EOFError, OSError):
-                pass
+            with contextlib.suppress(EOFError, OSError):
+                _drain(worker)
         worker.process.join(EXIT_SECONDS)
         code = worker.process.exitcode
         if code is None:
@@ -219,6 +212,14 @@ class ProcessBackend:
         for call in worker.calls.values():
             call.done = True
         worker.calls.clear()
+
+
+def _drain(worker: Worker) -> None:
+    """Mark answered the calls whose replies wait in ``worker``'s pipe (EOFError or OSError once it is closed)."""
+    while worker.conn.poll():
+        call_id, ok, value = worker.conn.recv()
+        call = worker.calls.pop(call_id)
+        call.done, call.ok, call.value = True, ok, value
 
 
 def _signal_name(number: int) -> str:
