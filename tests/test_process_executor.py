@@ -79,6 +79,8 @@ class EchoKind:
             raise HarnessError("--model-args: the echo model refuses 'refuse'")
         if requests == ["sleep"]:
             time.sleep(60)
+        if requests == ["nap"]:
+            time.sleep(0.3)
         if requests == ["unsendable"]:
             return [lambda: None]
         return [{"echo": request, "pid": os.getpid()} for request in requests]
@@ -105,6 +107,10 @@ def test_backend_answers_in_order_and_reports_errors(backend: ProcessBackend) ->
             backend.result(unsendable, timeout=60)
         assert backend.result(second, timeout=60)[0]["pid"] == report["pid"]  # the worker lives on
         assert backend.result(backend.call(worker, "run_stats"), timeout=60) == {"calls": 1}
+        # Waiting on a later call goes on past the replies to the calls before it.
+        earlier = backend.call(worker, "answer", EchoKind(), ["nap"])
+        later = backend.call(worker, "answer", EchoKind(), ["nap"])
+        assert backend.result(later, timeout=60)[0]["echo"] == "nap" and earlier.done
     finally:
         backend.kill(worker)
     assert not worker.process.is_alive()

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.errors import HarnessError, one_line
-from harness.executors import ExecutorOptions
-from harness.executors.blocks import Block, blocks_in, cut_blocks
+from harness.executors import Answered, ExecutorOptions
+from harness.executors.blocks import Block, blocks_in, cut_blocks, stored_model_info
 from harness.progress import Progress
 from harness.store import ResponseStore
 
@@ -153,8 +153,7 @@ class WorkerPool:
 
     @property
     def threads(self) -> int:
-        """Torch threads per worker: the CPUs it is given, at least one (the number ``execution`` records)."""
-        return max(1, int(self.cpus))
+        return threads_per_worker(self.cpus)
 
     # ------------------------------------------------------------------------------------------------- workers
     def _start(self, slot: Slot) -> None:
@@ -357,6 +356,11 @@ class WorkerPool:
         }
 
 
+def threads_per_worker(cpus: float) -> int:
+    """Torch threads of a worker given ``cpus`` CPUs: at least one (the number ``execution`` records)."""
+    return max(1, int(cpus))
+
+
 def sum_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     """Two workers' ``run_stats`` added up: numbers summed, nested objects merged the same way, else the first."""
     out = dict(a)
@@ -385,13 +389,14 @@ def answer_with_pool(
     out_dir: Path,
     seed: int,
     options: ExecutorOptions,
-) -> tuple[WorkerPool, dict[str, Any] | None]:
-    """Answer the missing blocks of ``runs`` with ``backend``'s workers; the pool (for its execution record and
-    load times) and the workers' summed ``run_stats``. The workers are stopped whatever happens."""
+) -> Answered:
+    """Answer the missing blocks of ``runs`` with ``backend``'s workers (some instance is missing:
+    ``answer_missing``). The workers are stopped whatever happens; the model load reported is the slowest worker's."""
     pool = WorkerPool(backend, runs, model, adapter_cls, out_dir, seed, options)
     try:
         pool.run()
         api_calls = pool.run_stats()
     finally:
         pool.close()
-    return pool, api_calls
+    load = max(pool.load_seconds) if pool.load_seconds else None
+    return Answered(stored_model_info(runs), load, api_calls, pool.execution())

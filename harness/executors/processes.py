@@ -21,6 +21,8 @@ import os
 import pickle
 import signal
 import sys
+import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
@@ -29,8 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.executors import Answered, ExecutorOptions
-from harness.executors.blocks import stored_model_info
-from harness.executors.pool import WorkerDied, answer_with_pool
+from harness.executors.pool import WorkerDied, answer_with_pool, threads_per_worker
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -146,24 +147,17 @@ class ProcessBackend:
 
     def wait(self, calls: list[Call], timeout: float) -> list[Call]:
         if not any(call.done for call in calls):
-            live = {call.worker for call in calls if call.worker.death is None}
-            handles: dict[Any, Worker] = {}
-            for worker in live:
-                handles[worker.conn] = worker
-                handles[worker.process.sentinel] = worker
-            for ready in wait_for(list(handles), timeout):
-                worker = handles[ready]
-                if ready is worker.conn:
-                    self._receive(worker)
-                else:
-                    self._bury(worker)
+            self._wait_any({call.worker for call in calls}, timeout)
         return [call for call in calls if call.done]
 
     def result(self, call: Call, timeout: float | None = None) -> Any:
-        if not call.done:
-            self.wait([call], 3600.0 * 24 if timeout is None else timeout)
-            if not call.done:
+        # One wait can end on another call's reply (a worker answers in order): wait until this one is done.
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not call.done:
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
                 raise TimeoutError(f"worker process {call.worker.process.pid} did not answer in {timeout} s")
+            self._wait_any([call.worker], left)
         if not call.ok and call.value is None:  # ended by the worker's death, not by an answer
             raise WorkerDied(call.worker.death or f"worker process {call.worker.process.pid} ended")
         if not call.ok:
@@ -187,6 +181,21 @@ class ProcessBackend:
         return {}
 
     # ---------------------------------------------------------------------------------------------------- pipes
+    def _wait_any(self, workers: Iterable[Worker], timeout: float | None) -> None:
+        """Wait until one of the live ``workers`` replies or ends (at most ``timeout`` seconds; None: no limit), and
+        take in what it sent."""
+        handles: dict[Any, Worker] = {}
+        for worker in workers:
+            if worker.death is None:
+                handles[worker.conn] = worker
+                handles[worker.process.sentinel] = worker
+        for ready in wait_for(list(handles), timeout):
+            worker = handles[ready]
+            if ready is worker.conn:
+                self._receive(worker)
+            else:
+                self._bury(worker)
+
     def _receive(self, worker: Worker) -> None:
         """Every reply waiting in ``worker``'s pipe; a closed pipe means the process is gone."""
         try:
@@ -240,12 +249,10 @@ def answer_in_processes(
     """Answer the missing blocks of ``runs`` in ``options.workers`` child processes (``answer_missing``)."""
     backend = ProcessBackend(options)
     cpus = os.cpu_count() or 1
-    if backend.workers * max(1, int(backend.cpus)) > cpus:
+    if backend.workers * threads_per_worker(backend.cpus) > cpus:
         print(
             f"warning: --workers {backend.workers} x --cpus-per-worker {backend.cpus:g} threads share this machine's "
             f"{cpus} CPUs; fewer workers or threads answer faster",
             file=sys.stderr,
         )
-    pool, api_calls = answer_with_pool(backend, runs, model, adapter_cls, out_dir, seed, options)
-    load = max(pool.load_seconds) if pool.load_seconds else None
-    return Answered(stored_model_info(runs), load, api_calls, pool.execution())
+    return answer_with_pool(backend, runs, model, adapter_cls, out_dir, seed, options)

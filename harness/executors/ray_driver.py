@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, one_line
 from harness.executors import RAY_MISSING, Answered, ExecutorOptions
-from harness.executors.blocks import stored_model_info
 from harness.executors.pool import WorkerDied, answer_with_pool
 from harness.executors.worker import ModelWorker
 
@@ -176,7 +175,6 @@ def answer_on_ray(
     ray = connect(options.ray_address)
     connect_seconds = time.perf_counter() - connecting
     backend = RayBackend(ray, options, model)
-    pool, api_calls = answer_with_pool(backend, runs, model, adapter_cls, out_dir, seed, options)
-    load = max(pool.load_seconds) if pool.load_seconds else None
-    execution = {**pool.execution(), "connect_seconds": round(connect_seconds, 3)}
-    return Answered(stored_model_info(runs), load, api_calls, execution)
+    answered = answer_with_pool(backend, runs, model, adapter_cls, out_dir, seed, options)
+    answered.execution["connect_seconds"] = round(connect_seconds, 3)
+    return answered
