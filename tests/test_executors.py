@@ -13,6 +13,7 @@ import harness.executors as executors
 from harness.errors import HarnessError
 from harness.executors import ExecutorOptions
 from harness.executors.pool import sum_stats
+from harness.executors.processes import ProcessBackend, visible_gpus
 from harness.executors.ray_driver import plan_workers
 from harness.models import ModelSpec
 from harness.results import strip_volatile
@@ -90,6 +91,38 @@ def test_plan_workers_refuses_what_the_cluster_cannot_hold() -> None:
     )
     with pytest.raises(HarnessError, match=r"need 2 GPUs, but the Ray cluster has 1"):
         plan_workers(ExecutorOptions("ray", workers=2), AUTO_MODEL, {"CPU": 8, "GPU": 1})
+
+
+@pytest.mark.parametrize(
+    ("device", "count", "listed", "expected"),
+    [
+        ("cpu", 4, None, []),  # --device cpu touches no GPU
+        ("auto", 0, None, []),
+        ("auto", 3, None, ["0", "1", "2"]),
+        ("cuda", 2, "4,GPU-8f1c,6", ["4", "GPU-8f1c"]),  # torch's count wins: CUDA hides entries after an invalid one
+        ("cuda", 1, " 3 ", ["3"]),
+    ],
+)
+def test_visible_gpus(
+    device: str, count: int, listed: str | None, expected: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: count)
+    if listed is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", listed)
+    assert visible_gpus(device) == expected
+
+
+def test_local_workers_take_the_gpus_in_turn() -> None:
+    backend = ProcessBackend(ExecutorOptions(workers=3), ["7", "GPU-8f1c"])
+    assert [backend.gpu_of(i) for i in range(4)] == ["7", "GPU-8f1c", "7", "GPU-8f1c"]
+    assert backend.gpus == pytest.approx(2 / 3)
+    assert ProcessBackend(ExecutorOptions(workers=2), ["0", "1", "2", "3"]).gpus == 1.0  # one GPU each at most
+    unmapped = ProcessBackend(ExecutorOptions(workers=2))
+    assert unmapped.gpu_of(1) is None and unmapped.gpus == 0.0
 
 
 def test_sum_stats_adds_numbers_at_every_depth() -> None:

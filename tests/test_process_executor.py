@@ -44,6 +44,8 @@ def test_workers_run_equals_local_run(cli: Callable[..., CliResult], tmp_path: P
     assert execution["workers"] == 2 and execution["threads_per_worker"] == 1
     assert execution["worker_restarts"] == 0 and execution["blocks_resent"] == 0
     assert execution["blocks"] == {task: {"total": 4, "sent": 4} for task in tasks}  # 10 instances in blocks of 3
+    # No GPU here: the workers see what this process sees (None for a worker still loading at the end).
+    assert set(execution["worker_gpus"]) <= {os.environ.get("CUDA_VISIBLE_DEVICES"), None}
     # A worker still loading when the last block is answered is not waited for, so one line or two.
     ready = [line.split(" ready")[0] for line in pooled.stderr.splitlines() if " ready (pid " in line]
     assert ready and set(ready) <= {"local: worker 1/2", "local: worker 2/2"}
@@ -114,6 +116,18 @@ def test_backend_answers_in_order_and_reports_errors(backend: ProcessBackend) ->
     finally:
         backend.kill(worker)
     assert not worker.process.is_alive()
+
+
+def test_each_worker_process_sees_its_own_gpu() -> None:
+    """On a machine with GPUs, worker i sees GPU i mod G (its CUDA_VISIBLE_DEVICES, set before CUDA initialises)."""
+    backend = ProcessBackend(ExecutorOptions(workers=3), ["7", "GPU-8f1c"])
+    workers = [backend.start(i, EchoAdapter, ModelSpec("echo", "e"), threads=1) for i in range(3)]  # type: ignore[arg-type]
+    try:
+        loads = [backend.call(worker, "load") for worker in workers]
+        assert [backend.result(call, timeout=60)["gpus"] for call in loads] == ["7", "GPU-8f1c", "7"]
+    finally:
+        for worker in workers:
+            backend.kill(worker)
 
 
 def test_backend_reports_a_killed_worker_on_every_call_it_held(backend: ProcessBackend) -> None:

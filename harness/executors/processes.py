@@ -11,6 +11,10 @@ Each worker is a child process started with ``spawn`` (a fresh interpreter: no t
 this one) that serves one :class:`~harness.executors.worker.ModelWorker` over a pipe, one call at a time, in the
 order sent. A worker whose process ends (killed, out of memory) shows as :class:`~harness.executors.pool.WorkerDied`
 on every call it held; the pool starts a replacement and sends its blocks again.
+
+On a machine with several GPUs (and ``--device`` not ``cpu``) the workers are spread over them: worker ``i`` sees
+only GPU ``i mod G`` of the ``G`` this process sees (``CUDA_VISIBLE_DEVICES``), so ``--workers 4`` on a 4-GPU box
+puts one model on each. With one GPU every worker shares it, as Ray's ``--gpus-per-worker 0.5`` would.
 """
 
 from __future__ import annotations
@@ -43,9 +47,15 @@ if TYPE_CHECKING:
 EXIT_SECONDS = 5.0
 
 
-def _serve(conn: Connection, adapter_cls: type[ModelAdapter], spec: ModelSpec, cwd: str, threads: int) -> None:
+def _serve(
+    conn: Connection, adapter_cls: type[ModelAdapter], spec: ModelSpec, cwd: str, threads: int, gpu: str | None
+) -> None:
     """The child's loop: run each call on the worker, send back ``(id, ok, value or exception)``; end when the
-    driver's end of the pipe closes."""
+    driver's end of the pipe closes. ``gpu`` (a ``CUDA_VISIBLE_DEVICES`` entry) is the one GPU this worker sees."""
+    if gpu is not None:
+        # Read when CUDA initialises, which nothing has done yet in this fresh interpreter (unpickling the adapter
+        # class imports torch, which does not initialise CUDA).
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu
     from harness.executors.worker import ModelWorker
 
     # Ctrl-C reaches the whole process group; the driver alone handles it, and stops the workers.
@@ -107,10 +117,14 @@ class ProcessBackend:
     #: leave another worker idle at the end of the run.
     in_flight = 1
 
-    def __init__(self, options: ExecutorOptions) -> None:
+    def __init__(self, options: ExecutorOptions, gpu_ids: list[str] | None = None) -> None:
         self.workers = options.workers or 1
         self.cpus = options.cpus_per_worker
-        self.gpus = 0.0
+        #: The GPUs shared among the workers (``CUDA_VISIBLE_DEVICES`` entries); empty: workers see what this
+        #: process sees.
+        self.gpu_ids = list(gpu_ids or [])
+        #: A worker sees one GPU, shared with the others given the same one.
+        self.gpus = min(1.0, len(self.gpu_ids) / self.workers) if self.gpu_ids else 0.0
         self._context = multiprocessing.get_context("spawn")
         self._next_id = 0
 
@@ -118,7 +132,7 @@ class ProcessBackend:
         ours, theirs = self._context.Pipe()
         process = self._context.Process(
             target=_serve,
-            args=(theirs, adapter_cls, spec, os.getcwd(), threads),
+            args=(theirs, adapter_cls, spec, os.getcwd(), threads, self.gpu_of(index)),
             name=f"harness-worker-{index + 1}",
             daemon=True,
         )
@@ -131,6 +145,10 @@ class ProcessBackend:
             ) from exc
         theirs.close()
         return Worker(process, ours)
+
+    def gpu_of(self, index: int) -> str | None:
+        """The GPU worker ``index`` sees (a replacement sees its predecessor's), or None: all of this process's."""
+        return self.gpu_ids[index % len(self.gpu_ids)] if self.gpu_ids else None
 
     def call(self, worker: Worker, method: str, *args: Any) -> Call:
         self._next_id += 1
@@ -247,7 +265,7 @@ def answer_in_processes(
     options: ExecutorOptions,
 ) -> Answered:
     """Answer the missing blocks of ``runs`` in ``options.workers`` child processes (``answer_missing``)."""
-    backend = ProcessBackend(options)
+    backend = ProcessBackend(options, visible_gpus(model.device) if (options.workers or 1) > 1 else [])
     cpus = os.cpu_count() or 1
     if backend.workers * threads_per_worker(backend.cpus) > cpus:
         print(
@@ -256,3 +274,23 @@ def answer_in_processes(
             file=sys.stderr,
         )
     return answer_with_pool(backend, runs, model, adapter_cls, out_dir, seed, options)
+
+
+def visible_gpus(device: str) -> list[str]:
+    """The GPUs this process sees, as ``CUDA_VISIBLE_DEVICES`` entries for the workers; none for ``--device cpu``,
+    without torch, or without a GPU.
+
+    The count is torch's (it applies CUDA's rules to ``CUDA_VISIBLE_DEVICES``: an invalid entry hides the ones after
+    it); the names are that variable's entries (indices or UUIDs) when it is set, else ``0 .. count-1``."""
+    if device == "cpu":
+        return []
+    try:
+        import torch
+    except ImportError:
+        return []
+    count = int(torch.cuda.device_count())
+    if count <= 0:
+        return []
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES")
+    names = [entry.strip() for entry in listed.split(",")] if listed is not None else [str(i) for i in range(count)]
+    return names[:count]

@@ -45,6 +45,8 @@ class ModelWorker:
             "group_size": self.adapter.group_size,
             "info": self.adapter.info(),
             "load_seconds": seconds,
+            # Which GPUs this worker sees: set by Ray for an actor with GPUs, by the local pool on a multi-GPU box.
+            "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
         }
 
     def answer(self, kind: RequestKind, requests: list[Any]) -> list[dict[str, Any]]:
