@@ -124,7 +124,7 @@ def test_each_worker_process_sees_its_own_gpu() -> None:
     workers = [backend.start(i, EchoAdapter, ModelSpec("echo", "e"), threads=1) for i in range(3)]  # type: ignore[arg-type]
     try:
         loads = [backend.call(worker, "load") for worker in workers]
-        assert [backend.result(call, timeout=60)["gpus"] for call in loads] == ["7", "GPU-8f1c", "7"]
+        assert [backend.result(call, timeout=60)["cuda_visible_devices"] for call in loads] == ["7", "GPU-8f1c", "7"]
     finally:
         for worker in workers:
             backend.kill(worker)

@@ -93,8 +93,9 @@ class Slot:
     ready: bool = False
     pid: int | None = None
     host: str = ""
-    #: The ``CUDA_VISIBLE_DEVICES`` of the worker's process (None: not set, it sees the machine's GPUs, if any).
-    gpus: str | None = None
+    #: The ``CUDA_VISIBLE_DEVICES`` of the worker's process (None: not set, it sees the machine's GPUs, if any); not
+    #: to be confused with the pool's ``gpus``, the GPUs per worker.
+    cuda_devices: str | None = None
     #: Replacements started in a row without a successful load (bounded by ``max_retries``).
     failed_loads: int = 0
     in_flight: int = 0
@@ -167,7 +168,7 @@ class WorkerPool:
     def _loaded(self, sent: Sent, report: dict[str, Any]) -> None:
         slot = sent.slot
         slot.ready, slot.pid, slot.host, slot.failed_loads = True, report["pid"], report["host"], 0
-        slot.gpus = report.get("gpus")
+        slot.cuda_devices = report.get("cuda_visible_devices")
         if self.group_size is None:
             self.first_ready = time.perf_counter()
             self.group_size = int(report["group_size"])
@@ -189,7 +190,7 @@ class WorkerPool:
                 file=sys.stderr,
             )
         self.load_seconds.append(float(report["load_seconds"]))
-        on_gpu = f", GPU {slot.gpus}" if slot.gpus else ""
+        on_gpu = f", GPU {slot.cuda_devices}" if slot.cuda_devices else ""
         print(
             f"{self.name}: worker {slot.index + 1}/{self.workers} ready (pid {slot.pid} on {slot.host}{on_gpu}, model "
             f"loaded in {report['load_seconds']:.1f}s)",
@@ -351,7 +352,7 @@ class WorkerPool:
             "gpus_per_worker": self.gpus,
             "threads_per_worker": self.threads,
             # Per worker, the GPUs its process sees (``CUDA_VISIBLE_DEVICES``; None where it is not set).
-            "worker_gpus": [slot.gpus for slot in self.slots],
+            "worker_gpus": [slot.cuda_devices for slot in self.slots],
             "hosts": sorted({slot.host for slot in self.slots if slot.host}),
             "first_worker_ready_seconds": round(self.first_ready - self.started, 3),
             "worker_restarts": self.restarts,

@@ -46,7 +46,7 @@ class ModelWorker:
             "info": self.adapter.info(),
             "load_seconds": seconds,
             # Which GPUs this worker sees: set by Ray for an actor with GPUs, by the local pool on a multi-GPU box.
-            "gpus": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
         }
 
     def answer(self, kind: RequestKind, requests: list[Any]) -> list[dict[str, Any]]:
