@@ -13,7 +13,7 @@ from typing import Any
 
 from harness.models import ModelSpec
 from harness.plugins import get_registry
-from harness.runner import RunOptions
+from harness.run_options import RunOptions
 from harness.task_loading import resolve_tasks
 
 REPLAY = "replay"

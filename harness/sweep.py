@@ -44,7 +44,9 @@ from harness.files import read_utf8
 from harness.models import ModelSpec
 from harness.options import parse_key_values
 from harness.plugins import Registry, get_registry
-from harness.runner import RunOptions, check_run, run
+from harness.run_checks import check_run
+from harness.run_options import RunOptions
+from harness.runner import run
 from harness.task_config import load_yaml, yaml_problem
 
 PLAN_KEYS = ("output_dir", "tasks", "task_args", "limit", "seed", "data_dir", "human_only", "models")

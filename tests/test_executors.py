@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-import harness.executors as executors
+import harness.executors.base as executor_base
 from harness.errors import HarnessError
 from harness.executors import ExecutorOptions
 from harness.executors.pool import sum_stats
@@ -50,7 +50,7 @@ def test_executor_flags_are_checked_before_data_loads(
 
 
 def test_ray_not_installed_is_one_line(cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executors, "ray_installed", lambda: False)
+    monkeypatch.setattr(executor_base, "ray_installed", lambda: False)
     result = cli("run", "--tasks", "provo", "--model", "mock:a", "--executor", "ray", check=False)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [

@@ -12,7 +12,8 @@ import pytest
 
 from harness.models import ModelSpec
 from harness.results import strip_volatile
-from harness.runner import RunOptions, run
+from harness.run_options import RunOptions
+from harness.runner import run
 from tests.helpers import REPO, samples_of, shared_data_dir, source_of
 
 #: The model runs: the mock (fast) and the real SmolLM2 (slow).

@@ -21,7 +21,8 @@ from harness.instances import ChoiceInstance
 from harness.models import ModelAdapter, ModelSpec
 from harness.plugins import Registered, get_registry
 from harness.results import format_table, strip_volatile
-from harness.runner import RunOptions, run
+from harness.run_options import RunOptions
+from harness.runner import run
 from tests.helpers import REPO, samples_of
 
 FIXTURES = REPO / "tests" / "fixtures"

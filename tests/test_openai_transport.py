@@ -19,7 +19,8 @@ import pytest
 from harness.errors import HarnessError, ModelLoadError
 from harness.models import ModelSpec
 from harness.options import OptionError
-from harness.runner import RunOptions, run
+from harness.run_options import RunOptions
+from harness.runner import run
 from plugins.openai_api.adapter import OpenAIAdapter
 from plugins.openai_api.retry import RetryBudgetSpent, RetryPolicy
 from plugins.openai_api.settings import OPTIONS, parse_settings

@@ -154,7 +154,7 @@ def test_import_of_a_subset_reports_missing_instances_and_the_source(cli: Any, t
 
 def test_outputs_matching_no_instance_are_recorded_when_every_instance_is_covered(tmp_path: Path) -> None:
     from harness.plugins import get_registry
-    from harness.runner import load_task_data
+    from harness.task_data import load_task_data
     from harness.task_loading import resolve_tasks
 
     data = require_provo()

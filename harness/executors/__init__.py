@@ -9,117 +9,22 @@ Workers (processes or actors) answer blocks sent by this process, which alone wr
 same driver loop (:mod:`harness.executors.pool`; see ``docs/distributed.md``). All of them cut the same fixed blocks
 (:mod:`harness.executors.blocks`) and build the same requests with the same seeds, so where a block is answered
 cannot change a number.
+
+The layers, each importing only those above it: :mod:`~harness.executors.base` (the options and what answering
+returns), :mod:`~harness.executors.blocks` (the unit of work), :mod:`~harness.executors.worker` (a worker holding a
+model), :mod:`~harness.executors.local` and :mod:`~harness.executors.pool` with its backends, and
+:mod:`~harness.executors.dispatch` (which one answers). This package only re-exports what the runner and the
+command line use; no module of it imports the package itself.
 """
 
-from __future__ import annotations
+from harness.executors.base import EXECUTORS, RAY_MISSING, Answered, ExecutorOptions, ray_installed
+from harness.executors.dispatch import answer_missing
 
-import importlib.util
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-
-from harness.errors import HarnessError
-
-if TYPE_CHECKING:
-    from harness.models import ModelAdapter, ModelSpec
-    from harness.runner import TaskRun
-
-EXECUTORS = ("local", "ray")
-RAY_MISSING = (
-    "--executor ray: Ray is not installed; install it with: pip install 'variability-harness[ray]' "
-    "(or pip install 'ray[default]')"
-)
-
-
-def ray_installed() -> bool:
-    """Whether ``import ray`` would work (checked before data loads; Ray itself is imported only when used)."""
-    return importlib.util.find_spec("ray") is not None
-
-
-@dataclass(frozen=True)
-class ExecutorOptions:
-    """``--executor`` and its settings (the Ray-only ones are refused with the local executor, and the pool's ones
-    with a local run in this process)."""
-
-    name: str = "local"
-    #: Ray: the cluster to join (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``); None starts one on this machine
-    #: (or joins ``$RAY_ADDRESS``).
-    ray_address: str | None = None
-    #: Ray: how many actors hold the model; None fills the cluster (its GPUs, else its CPUs / ``cpus_per_worker``).
-    #: Local: how many child processes hold the model; None answers in this process.
-    workers: int | None = None
-    #: CPUs per worker: Ray reserves them, and each worker's torch uses as many threads.
-    cpus_per_worker: float = 1.0
-    #: Ray: GPUs per actor; None asks one each when the cluster has GPUs and the model's device is not ``cpu``.
-    gpus_per_worker: float | None = None
-    #: How many times a block is sent again after the worker answering it died.
-    max_retries: int = 3
-
-    def check(self) -> None:
-        """A one-line error for a setting that cannot work, before anything loads."""
-        if self.name not in EXECUTORS:
-            raise HarnessError(f"--executor: expected one of {', '.join(EXECUTORS)}, got '{self.name}'")
-        if self.name == "local":
-            ray_only = {
-                "--ray-address": self.ray_address is not None,
-                "--gpus-per-worker": self.gpus_per_worker is not None,
-            }
-            pool_only = {"--cpus-per-worker": self.cpus_per_worker != 1.0, "--max-retries": self.max_retries != 3}
-            for flag, given in ray_only.items():
-                if given:
-                    raise HarnessError(f"{flag}: only used with --executor ray")
-            for flag, given in pool_only.items():
-                if given and self.workers is None:
-                    raise HarnessError(f"{flag}: only used with --workers N or --executor ray")
-        if self.name == "ray" and not ray_installed():
-            raise HarnessError(RAY_MISSING)
-        if self.workers is not None and self.workers < 1:
-            raise HarnessError(f"--workers: expected a positive integer, got {self.workers}")
-        if not self.cpus_per_worker > 0:
-            raise HarnessError(f"--cpus-per-worker: expected a positive number, got {self.cpus_per_worker}")
-        if self.gpus_per_worker is not None and self.gpus_per_worker < 0:
-            raise HarnessError(f"--gpus-per-worker: expected a number >= 0, got {self.gpus_per_worker}")
-        if self.max_retries < 0:
-            raise HarnessError(f"--max-retries: expected an integer >= 0, got {self.max_retries}")
-
-
-@dataclass
-class Answered:
-    """What answering left besides the stored responses, for ``results.json``."""
-
-    #: ``ModelAdapter.info()`` of the model that answered (read back from a store when nothing was asked).
-    model_info: dict[str, Any] = field(default_factory=dict)
-    load_seconds: float | None = None
-    #: ``ModelAdapter.run_stats()`` (summed over workers), or None.
-    api_calls: dict[str, Any] | None = None
-    #: How the run was executed (``results.json``'s ``execution``; volatile: a resumed run sends fewer blocks).
-    execution: dict[str, Any] = field(default_factory=dict)
-
-
-def answer_missing(
-    runs: list[TaskRun],
-    model: ModelSpec,
-    adapter_cls: type[ModelAdapter],
-    out_dir: Path,
-    seed: int,
-    options: ExecutorOptions,
-) -> Answered:
-    """Store a response for every instance of ``runs`` that has none, with the executor ``options`` names.
-
-    A finished run (every response stored) asks no executor: no model loads, no cluster starts."""
-    from harness.executors.blocks import anything_missing, stored_model_info
-
-    if not anything_missing(runs):
-        execution = {"executor": options.name, "blocks": {r.name: {"sent": 0} for r in runs}}
-        return Answered(stored_model_info(runs), None, None, execution)
-    if options.name == "ray":
-        from harness.executors.ray_driver import answer_on_ray
-
-        return answer_on_ray(runs, model, adapter_cls, out_dir, seed, options)
-    if options.workers is not None:
-        from harness.executors.processes import answer_in_processes
-
-        return answer_in_processes(runs, model, adapter_cls, out_dir, seed, options)
-    from harness.executors.local import answer_locally
-
-    return answer_locally(runs, model, adapter_cls, out_dir, seed)
+__all__ = [
+    "EXECUTORS",
+    "RAY_MISSING",
+    "Answered",
+    "ExecutorOptions",
+    "answer_missing",
+    "ray_installed",
+]

@@ -17,7 +17,7 @@ from harness.seeding import derive_seed
 from harness.store import ResponseStore
 
 if TYPE_CHECKING:
-    from harness.runner import TaskRun
+    from harness.task_run import TaskRun
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,14 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.executors import Answered
+from harness.executors.base import Answered
 from harness.executors.blocks import blocks_in, cut_blocks, stored_model_info
 from harness.progress import progress
 from harness.store import ResponseStore
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter, ModelSpec
-    from harness.runner import TaskRun
+    from harness.task_run import TaskRun
 
 
 def answer_locally(

@@ -30,14 +30,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from harness.errors import HarnessError, one_line
-from harness.executors import Answered, ExecutorOptions
+from harness.executors.base import Answered, ExecutorOptions
 from harness.executors.blocks import Block, blocks_in, cut_blocks, stored_model_info
 from harness.progress import Progress
 from harness.store import ResponseStore
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter, ModelSpec
-    from harness.runner import TaskRun
+    from harness.task_run import TaskRun
 
 #: How often (seconds) the driver wakes up to refresh progress while no answer arrives.
 POLL_SECONDS = 2.0

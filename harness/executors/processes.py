@@ -34,14 +34,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
-from harness.executors import Answered, ExecutorOptions
+from harness.executors.base import Answered, ExecutorOptions
 from harness.executors.pool import WorkerDied, answer_with_pool, threads_per_worker
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
     from harness.models import ModelAdapter, ModelSpec
-    from harness.runner import TaskRun
+    from harness.task_run import TaskRun
 
 #: Seconds an idle worker is given to exit after its pipe closes, before it is killed.
 EXIT_SECONDS = 5.0

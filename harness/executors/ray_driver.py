@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, one_line
-from harness.executors import RAY_MISSING, Answered, ExecutorOptions
+from harness.executors.base import RAY_MISSING, Answered, ExecutorOptions
 from harness.executors.pool import WorkerDied, answer_with_pool
 from harness.executors.worker import ModelWorker
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter, ModelSpec
-    from harness.runner import TaskRun
+    from harness.task_run import TaskRun
 
 #: Environment variables the workers get from the driver (those that change what a worker does, not secrets).
 FORWARDED_PREFIXES = ("HARNESS_",)
