@@ -17,6 +17,18 @@ class TaskConfigError(HarnessError):
         super().__init__(f"{file}: field '{field}': {expected}")
 
 
+class TaskConfigErrors(TaskConfigError):
+    """Several problems in one task file, reported together so that a user fixes them in one go; the first one
+    is also this error's ``file``, ``field`` and ``expected``."""
+
+    def __init__(self, errors: list[TaskConfigError]) -> None:
+        self.errors = errors
+        first = errors[0]
+        self.file, self.field, self.expected = first.file, first.field, first.expected
+        listed = "; ".join(f"field '{e.field}': {e.expected}" for e in errors)
+        HarnessError.__init__(self, f"{first.file}: {len(errors)} problems: {listed}")
+
+
 class DataNotFoundError(HarnessError):
     """A data set is not where the harness looked; the message lists the places and how to point at a copy."""
 

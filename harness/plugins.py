@@ -7,7 +7,6 @@ typed ``register`` function, which checks what it is given and records which plu
 
 from __future__ import annotations
 
-import functools
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -45,14 +44,18 @@ class Registry:
     loaders: dict[str, Registered] = field(default_factory=dict)
     classifiers: dict[str, Registered] = field(default_factory=dict)
     plugins: list[dict[str, Any]] = field(default_factory=list)
+    _kind_instances: dict[str, RequestKind] = field(default_factory=dict, repr=False)
 
     def kind(self, name: str) -> RequestKind:
-        """The kind's one instance (kinds are stateless, so every run shares it)."""
-        return _kind_instance(self._get(self.kinds, name, "request kind").obj)
+        """The kind's one instance in this registry (kinds are stateless, so every run shares it), bound to this
+        registry's lookup of the other kinds."""
+        if name not in self._kind_instances:
+            self._kind_instances[name] = self._get(self.kinds, name, "request kind").obj().bind(self.kind)
+        return self._kind_instances[name]
 
     def task_kinds(self) -> list[str]:
         """The kinds a task YAML can name in ``request:``."""
-        return [name for name, entry in self.kinds.items() if _kind_instance(entry.obj).is_task_kind]
+        return [name for name in self.kinds if self.kind(name).is_task_kind]
 
     def scorer(self, name: str) -> type[Scorer]:
         return self._get(self.scorers, name, "scorer").obj
@@ -79,11 +82,6 @@ class Registry:
             known = ", ".join(sorted(table)) or "none"
             raise HarnessError(f"unknown {what} '{name}' (registered: {known}; see `harness plugins`)")
         return table[name]
-
-
-@functools.cache
-def _kind_instance(cls: type[RequestKind]) -> RequestKind:
-    return cls()
 
 
 def _add(table: dict[str, Registered], name: str, obj: Any, plugin: str, what: str) -> None:

@@ -13,8 +13,8 @@ from harness.instances import GenerationInstance
 from harness.plugins import get_registry
 from harness.prompting import render_input
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
-from harness.task_config import load_task_file
 from harness.task_loading import resolve_tasks
+from harness.task_validation import load_task_file
 from tests.helpers import REPO
 
 

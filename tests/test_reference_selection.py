@@ -20,7 +20,7 @@ from harness.data import hash_files
 from harness.errors import HarnessError
 from harness.instances import GenerationInstance
 from harness.requests import GenerateResponse
-from harness.task_config import load_task_file
+from harness.task_validation import load_task_file
 from plugins.loaders.wmt14 import load_wmt14_multiref, selected_tags
 from scorers.variability import LexicalScorer, control_halves, paper_halves, w1
 from tests.helpers import REPO, shared_data_dir

@@ -20,9 +20,10 @@ from scipy.stats import binom
 
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance
-from harness.kinds.option_probs import OptionProbsKind, OptionProbsRequest, OptionProbsResponse
+from harness.kinds.option_probs import OptionProbsKind
 from harness.models import ModelSpec
 from harness.plugins import get_registry
+from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
 from plugins.replay.adapter import ReplayAdapter
 from plugins.replay.formats import detect, read_outputs
 from plugins.replay.hu2023 import RecordedChoices, read_hu2023

@@ -8,8 +8,9 @@ import pytest
 
 from harness.errors import HarnessError, TaskConfigError
 from harness.plugins import get_registry
-from harness.task_config import apply_overrides, load_task_file, parse_task_args, validate
+from harness.task_config import apply_overrides, parse_task_args
 from harness.task_loading import check_against_registry, resolve_tasks
+from harness.task_validation import load_task_file, validate
 
 GOOD = {
     "task": "toy",

@@ -14,7 +14,7 @@ without an instance type is only asked inside another kind: ``multiple_choice`` 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -39,11 +39,19 @@ class Need:
     hint: str = ""
 
 
+#: How a kind finds another registered kind by name (``Registry.kind``).
+KindLookup = Callable[[str], "RequestKind"]
+
+
 class RequestKind:
     """Base class of request kinds registered through the ``register_request_kinds`` hook.
 
-    Kinds are stateless: the registry makes one instance per class and every run shares it.
+    Kinds are stateless: the registry makes one instance per class and every run shares it. The registry binds
+    that instance to its lookup of other kinds (``other_kind``), which a kind that bundles requests of other kinds
+    (``multiple_choice``) asks; the kinds never import the registry themselves.
     """
+
+    _kinds: KindLookup | None = None
 
     #: The name task YAML files use in ``request:`` and adapters list in ``supported_requests``.
     name: ClassVar[str] = ""
@@ -65,6 +73,19 @@ class RequestKind:
     @property
     def is_task_kind(self) -> bool:
         return self.instance_type is not None
+
+    def bind(self, kinds: KindLookup) -> RequestKind:
+        """Give this kind the registry's lookup of the other kinds (the registry calls it once)."""
+        self._kinds = kinds
+        return self
+
+    def other_kind(self, name: str) -> RequestKind:
+        """The registered kind called ``name``, for a kind that asks requests of other kinds."""
+        if self._kinds is None:
+            raise HarnessError(
+                f"request kind '{self.name}' was not made by a registry, so it cannot find kind '{name}'"
+            )
+        return self._kinds(name)
 
     # ----------------------------------------------------------------------------------------- building requests
     def check_instance(self, config: TaskConfig, instance: Instance) -> None:

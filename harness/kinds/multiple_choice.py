@@ -13,7 +13,6 @@ request/response vocabulary and is kept so that stored runs stay readable.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.choice_prompts import (
@@ -28,59 +27,13 @@ from harness.instances import ChoiceInstance, Instance
 from harness.kinds.base import Need, RequestKind, add_usage_of
 from harness.kinds.generate import prompt_template
 from harness.options import Option, Options, int_range, integer, one_of
+from harness.requests.multiple_choice import MultipleChoiceRequest, MultipleChoiceResponse
 from harness.usage import add_usage
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter
     from harness.scoring import Scorer
     from harness.task_config import TaskConfig
-
-
-def _kind_of(request: Any) -> RequestKind:
-    from harness.plugins import get_registry
-
-    return get_registry().kind(request.kind)
-
-
-def _record_kind(record: dict[str, Any]) -> RequestKind:
-    """The kind of a stored answer: its ``kind`` field (a ``generate`` answer has ``texts`` instead)."""
-    from harness.plugins import get_registry
-
-    name = record.get("kind", "generate" if "texts" in record else None)
-    if not isinstance(name, str):
-        raise HarnessError(f"stored answer of unknown kind {name!r}")
-    return get_registry().kind(name)
-
-
-@dataclass(frozen=True)
-class MultipleChoiceRequest:
-    """Every request one item needs, keyed ``"<scorer>:<key>"`` (each scorer builds its own)."""
-
-    requests: dict[str, Any]
-    #: The item asked about (an adapter answering from recorded outputs looks answers up by id).
-    instance_id: str = ""
-
-    kind: ClassVar[str] = "multiple_choice"
-
-    def to_record(self) -> dict[str, Any]:
-        return {"requests": {k: q.to_record() for k, q in self.requests.items()}, "instance_id": self.instance_id}
-
-
-@dataclass
-class MultipleChoiceResponse:
-    responses: dict[str, Any]
-
-    def scoped(self, scorer: str) -> dict[str, Any]:
-        """The responses to one scorer's requests, under the keys that scorer used."""
-        prefix = f"{scorer}:"
-        return {k[len(prefix) :]: a for k, a in self.responses.items() if k.startswith(prefix)}
-
-    def to_record(self) -> dict[str, Any]:
-        return {"answers": {k: a.to_record() for k, a in self.responses.items()}}
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> MultipleChoiceResponse:
-        return cls({str(k): _record_kind(v).response_from_record(v) for k, v in record["answers"].items()})
 
 
 #: Shuffled option orders per item at most (5 options have 120 orders; every order multiplies the requests).
@@ -134,7 +87,7 @@ class MultipleChoiceKind(RequestKind):
                     bucket = unique.setdefault(request.kind, [])
                     index[request] = len(bucket)
                     bucket.append(request)
-        responses = {kind: _kind_of(bucket[0]).ask(adapter, bucket) for kind, bucket in unique.items()}
+        responses = {kind: self.other_kind(kind).ask(adapter, bucket) for kind, bucket in unique.items()}
         records = []
         billed: set[Any] = set()
         for bundle in requests:
@@ -154,6 +107,18 @@ class MultipleChoiceKind(RequestKind):
             records.append(record)
         return records
 
+    def _record_kind(self, record: dict[str, Any]) -> RequestKind:
+        """The kind of a stored answer: its ``kind`` field (a ``generate`` answer has ``texts`` instead)."""
+        name = record.get("kind", "generate" if "texts" in record else None)
+        if not isinstance(name, str):
+            raise HarnessError(f"stored answer of unknown kind {name!r}")
+        return self.other_kind(name)
+
+    def response_from_record(self, record: dict[str, Any]) -> MultipleChoiceResponse:
+        return MultipleChoiceResponse.from_record(
+            record, lambda answer: self._record_kind(answer).response_from_record(answer)
+        )
+
     def for_scorer(self, response: Any, scorer: str) -> Any:
         """A scorer sees the responses to its own requests only, under its own keys."""
         return response.scoped(scorer)
@@ -162,7 +127,7 @@ class MultipleChoiceKind(RequestKind):
         """API usage, requests asked per kind, and what each inner kind adds (a free generation's samples)."""
         add_usage_of(summary, record)
         for inner in record.get("answers", {}).values():
-            kind = _record_kind(inner)
+            kind = self._record_kind(inner)
             counted = summary.setdefault("queries", {})
             counted[kind.name] = counted.get(kind.name, 0) + 1
             if kind.name == "generate":
@@ -172,7 +137,7 @@ class MultipleChoiceKind(RequestKind):
         self, config: TaskConfig, scorers: Sequence[Scorer], instance: Instance, record: dict[str, Any]
     ) -> None:
         """A scorer added at re-scoring time can only use requests the run asked."""
-        have = MultipleChoiceResponse.from_record(record["response"])
+        have = self.response_from_record(record["response"])
         for scorer in scorers:
             needed = scorer.requests(instance, config.params, record["seed"])
             absent = sorted(set(needed) - set(have.scoped(scorer.name)))

@@ -15,47 +15,14 @@ distribution per item gives one order.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.kinds.base import RequestKind
+from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter
-
-
-@dataclass(frozen=True)
-class OptionProbsRequest:
-    """The distribution a system reported over ``options`` (the instance's options, in its order)."""
-
-    instance_id: str
-    options: tuple[str, ...]
-
-    kind: ClassVar[str] = "option_probs"
-
-    def to_record(self) -> dict[str, Any]:
-        return {"kind": self.kind, "instance_id": self.instance_id, "options": list(self.options)}
-
-
-@dataclass
-class OptionProbsResponse:
-    """One probability per option for each option order the source asked in, in the instance's option order."""
-
-    orders: list[list[float]]
-    usage: dict[str, int] | None = field(default=None, compare=False)
-
-    @property
-    def probs(self) -> list[float]:
-        """The mean over orders: the item's reported distribution."""
-        return [sum(column) / len(self.orders) for column in zip(*self.orders, strict=True)]
-
-    def to_record(self) -> dict[str, Any]:
-        return {"kind": "option_probs", "orders": [list(order) for order in self.orders]}
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> OptionProbsResponse:
-        return cls([[float(p) for p in order] for order in record["orders"]])
 
 
 class OptionProbsKind(RequestKind):

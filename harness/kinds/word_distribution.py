@@ -24,170 +24,21 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.decoding import DecodingConfig, sampling_temperature
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
 from harness.kinds.base import RequestKind, add_counts
-from harness.kinds.sample_words import MAX_WORD_TOKENS, SampleWordsRequest, top_shares
+from harness.kinds.sample_words import top_shares
 from harness.options import Option, Options, int_range, number_range, positive_int
+from harness.requests.sample_words import MAX_WORD_TOKENS
+from harness.requests.word_distribution import WordDistributionRequest, WordDistributionResponse
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter
     from harness.scoring import Scorer
     from harness.task_config import TaskConfig
-
-#: Next tokens kept in ``top_tokens``.
-TOP_TOKENS = 10
-
-
-@dataclass(frozen=True)
-class WordDistributionRequest:
-    """The exact next-word distribution after ``context`` up to ``epsilon`` unresolved mass (or ``max_expansions``
-    trie nodes run through the model, whichever comes first), plus the surface probabilities of ``words``."""
-
-    context: str
-    words: tuple[str, ...] = ()
-    epsilon: float = 0.05
-    max_expansions: int = 20000
-    n_samples: int = 0
-    seed: int = 0
-    temperature: float = 1.0
-    max_new_tokens: int = 32
-    instance_id: str = ""
-
-    kind: ClassVar[str] = "word_distribution"
-
-    def __post_init__(self) -> None:
-        DecodingConfig(temperature=self.temperature)
-        if not 0.0 <= self.epsilon < 1.0:
-            raise ValueError(f"epsilon must be in [0, 1), got {self.epsilon}")
-        if self.max_expansions < 1:
-            raise ValueError(f"max_expansions must be at least 1, got {self.max_expansions}")
-        if self.n_samples < 0:
-            raise ValueError(f"n_samples must be non-negative, got {self.n_samples}")
-
-    def sample_request(self) -> SampleWordsRequest:
-        """The ordinary ``sample_words`` request for the ``n_samples`` words drawn beside the search."""
-        return SampleWordsRequest(
-            context=self.context,
-            n=self.n_samples,
-            seed=self.seed,
-            temperature=self.temperature,
-            max_new_tokens=self.max_new_tokens,
-            instance_id=self.instance_id,
-        )
-
-    def to_record(self) -> dict[str, Any]:
-        record = asdict(self)
-        record["words"] = list(self.words)
-        return record
-
-
-@dataclass(frozen=True)
-class Surface:
-    """One word's canonical spelling: log P(its tokens), log P(a word ends after them), its first token and that
-    token's probability as the context's next token."""
-
-    logprob: float
-    end_logprob: float
-    first_token: str
-    first_token_prob: float
-
-    @property
-    def word_logprob(self) -> float:
-        """Pimentel & Meister's word probability of this spelling: the tokens, then the end of the word."""
-        return self.logprob + self.end_logprob
-
-    def to_record(self) -> dict[str, Any]:
-        return {
-            "logprob": self.logprob,
-            "end_logprob": self.end_logprob,
-            "first_token": self.first_token,
-            "first_token_prob": self.first_token_prob,
-        }
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> Surface:
-        return cls(
-            float(record["logprob"]),
-            float(record["end_logprob"]),
-            str(record["first_token"]),
-            float(record["first_token_prob"]),
-        )
-
-
-@dataclass
-class WordDistributionResponse:
-    """Word masses found by the search (unconditional: ``sum(probs) + sum(rejected) + residual == 1``).
-
-    ``rejected`` holds the mass of sequences that end without a word (``empty``) or run past ``max_new_tokens``
-    (``truncated``); ``residual`` the mass the search left unresolved. A word's true probability lies in
-    ``[probs[w], probs[w] + residual]``.
-    """
-
-    probs: dict[str, float]
-    residual: float
-    rejected: dict[str, float] = field(default_factory=dict)
-    surface: dict[str, Surface] = field(default_factory=dict)
-    top_tokens: list[tuple[str, float]] = field(default_factory=list)
-    greedy: str | None = None
-    sampled: dict[str, int] = field(default_factory=dict)
-    #: Trie nodes run through the model, and token positions evaluated (context included).
-    expansions: int = 0
-    tokens_evaluated: int = 0
-
-    @property
-    def word_mass(self) -> float:
-        """The mass that ends in a word or is still unresolved (what a word distribution is conditioned on)."""
-        return max(0.0, 1.0 - math.fsum(self.rejected.values()))
-
-    def conditional(self) -> tuple[dict[str, float], float]:
-        """``(word probabilities, residual)`` conditioned on the sample giving a word, as the sampler's counts are;
-        the same bound holds: each true conditional probability lies in ``[p, p + residual]``."""
-        mass = self.word_mass
-        if mass <= 0:
-            return {}, 1.0
-        return {w: p / mass for w, p in self.probs.items()}, min(1.0, self.residual / mass)
-
-    def word_probability(self, word: str) -> tuple[float, float]:
-        """``(low, high)`` bounds of ``word``'s unconditional probability: what the search found for it, or the
-        probability of its canonical spelling if that is larger (one of the sequences that spell it, so also a lower
-        bound; it covers words the search never reached), and at most the residual more than the search found."""
-        found = self.probs.get(word, 0.0)
-        surface = self.surface.get(word)
-        spelled = math.exp(surface.word_logprob) if surface is not None else 0.0
-        return max(found, spelled), min(1.0, found + self.residual)
-
-    def to_record(self) -> dict[str, Any]:
-        record: dict[str, Any] = {
-            "probs": dict(sorted(self.probs.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "residual": self.residual,
-            "rejected": dict(sorted(self.rejected.items())),
-            "surface": {w: s.to_record() for w, s in sorted(self.surface.items())},
-            "top_tokens": [[t, p] for t, p in self.top_tokens],
-            "greedy": self.greedy,
-            "sampled": dict(sorted(self.sampled.items(), key=lambda kv: (-kv[1], kv[0]))),
-            "expansions": self.expansions,
-            "tokens_evaluated": self.tokens_evaluated,
-        }
-        return record
-
-    @classmethod
-    def from_record(cls, record: dict[str, Any]) -> WordDistributionResponse:
-        return cls(
-            probs={str(w): float(p) for w, p in record["probs"].items()},
-            residual=float(record["residual"]),
-            rejected={str(k): float(v) for k, v in record.get("rejected", {}).items()},
-            surface={str(w): Surface.from_record(s) for w, s in record.get("surface", {}).items()},
-            top_tokens=[(str(t), float(p)) for t, p in record.get("top_tokens", [])],
-            greedy=None if record.get("greedy") is None else str(record["greedy"]),
-            sampled={str(w): int(c) for w, c in record.get("sampled", {}).items()},
-            expansions=int(record.get("expansions", 0)),
-            tokens_evaluated=int(record.get("tokens_evaluated", 0)),
-        )
 
 
 def asked_words(instance: ClozeInstance) -> tuple[str, ...]:

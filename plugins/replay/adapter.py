@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 from harness.data import resolve_data_dir
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance, Instance
-from harness.kinds.option_probs import OptionProbsRequest, OptionProbsResponse
+from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
 from harness.models import ModelAdapter, ModelSpec
 from harness.options import Option, Options, one_of, optional, text
 from harness.requests import GenerateRequest, GenerateResponse, SampleWordsRequest, SampleWordsResponse

@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from harness.instances import ChoiceInstance, Instance
-from harness.kinds.option_probs import OptionProbsRequest, OptionProbsResponse
+from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
 from scorers.choice.common import ChoiceScorer
 
 

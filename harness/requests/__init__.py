@@ -1,17 +1,19 @@
-"""The request and response types of every built-in request kind, in one place for adapters and scorers.
+"""The request and response types of every built-in request kind: the vocabulary an adapter author imports.
 
-Each type is defined with its kind (``harness/kinds/``); this module is the vocabulary an adapter author imports.
-Every request and response is a plain dataclass that round-trips through JSON, because responses are stored as
-they arrive (see ``harness.store``) and a resumed or re-scored run reads them back without the model.
+Each kind's types live in a module of their own here, below the kinds that use them (``harness/kinds/``), so that
+adapters, scorers and the model interface can import them without importing the kinds' machinery. Every request
+and response is a plain dataclass that round-trips through JSON, because responses are stored as they arrive (see
+``harness.store``) and a resumed or re-scored run reads them back without the model.
 """
 
 from __future__ import annotations
 
 from harness.decoding import DECODING_KEYS, DecodingConfig
-from harness.kinds.generate import FINISH_REASONS, GenerateRequest, GenerateResponse
-from harness.kinds.multiple_choice import MultipleChoiceRequest, MultipleChoiceResponse
-from harness.kinds.sample_words import SampleWordsRequest, SampleWordsResponse, WordMode
-from harness.kinds.scores import (
+from harness.requests.generate import FINISH_REASONS, GenerateRequest, GenerateResponse
+from harness.requests.multiple_choice import MultipleChoiceRequest, MultipleChoiceResponse
+from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
+from harness.requests.sample_words import SampleWordsRequest, SampleWordsResponse, WordMode
+from harness.requests.scores import (
     LoglikelihoodRequest,
     LoglikelihoodResponse,
     NextTokenRequest,
@@ -19,7 +21,7 @@ from harness.kinds.scores import (
     SimilarityRequest,
     SimilarityResponse,
 )
-from harness.kinds.word_distribution import Surface, WordDistributionRequest, WordDistributionResponse
+from harness.requests.word_distribution import Surface, WordDistributionRequest, WordDistributionResponse
 from harness.usage import add_usage
 
 #: The requests a multiple-choice scorer may put in its bundle, and their responses.
@@ -38,6 +40,8 @@ __all__ = [
     "MultipleChoiceResponse",
     "NextTokenRequest",
     "NextTokenResponse",
+    "OptionProbsRequest",
+    "OptionProbsResponse",
     "SampleWordsRequest",
     "SampleWordsResponse",
     "ScoringRequest",

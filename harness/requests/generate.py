@@ -1,0 +1,75 @@
+"""``generate`` requests and responses: ``n`` independent samples for one input with one decoding setting."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, ClassVar
+
+from harness.decoding import DecodingConfig
+
+#: Why a sample ended: end-of-sequence token, a stop string, or the token cap.
+FINISH_REASONS: tuple[str, ...] = ("eos", "stop", "length")
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """Ask for ``n`` independent samples for one input, with one decoding configuration.
+
+    The task renders the input three ways and the adapter picks the one its model takes: ``prompt`` (the text a
+    causal LM continues), ``messages`` (the same as chat turns, used when ``chat`` is true and the model has a chat
+    template) and ``source`` (the encoder input of a sequence-to-sequence model, prefix included). A sample ends at
+    end-of-sequence, at the first ``stop`` string (which is cut off, with what follows it) or after
+    ``max_new_tokens`` tokens.
+    """
+
+    prompt: str
+    n: int
+    seed: int
+    decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    max_new_tokens: int = 100
+    stop: tuple[str, ...] = ()
+    messages: tuple[tuple[str, str], ...] = ()
+    source: str = ""
+    chat: bool = False
+    #: The instance asked about, so an adapter answering from recorded outputs (``replay``) finds its texts by id.
+    instance_id: str = ""
+
+    kind: ClassVar[str] = "generate"
+
+    def to_record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class GenerateResponse:
+    """The ``n`` samples, in the order drawn, with why each ended and how many tokens it took (stop string and
+    end-of-sequence token included)."""
+
+    texts: list[str]
+    finish_reasons: list[str]
+    n_tokens: list[int]
+    #: Token positions the model evaluated to answer (prompt once, plus each sample's tokens): the cost measure.
+    tokens_evaluated: int = 0
+    #: API requests and tokens billed for this answer (API adapters only).
+    usage: dict[str, int] | None = None
+
+    def to_record(self) -> dict[str, Any]:
+        record: dict[str, Any] = {
+            "texts": list(self.texts),
+            "finish_reasons": list(self.finish_reasons),
+            "n_tokens": list(self.n_tokens),
+            "tokens_evaluated": self.tokens_evaluated,
+        }
+        if self.usage is not None:
+            record["usage"] = dict(self.usage)
+        return record
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> GenerateResponse:
+        return cls(
+            texts=[str(t) for t in record["texts"]],
+            finish_reasons=[str(r) for r in record["finish_reasons"]],
+            n_tokens=[int(k) for k in record["n_tokens"]],
+            tokens_evaluated=int(record.get("tokens_evaluated", 0)),
+            usage={str(k): int(v) for k, v in record["usage"].items()} if "usage" in record else None,
+        )
