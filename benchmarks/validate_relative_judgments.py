@@ -1,4 +1,4 @@
-"""Validate the relative-judgment perplexity estimator (``harness/relative_judgments.py``) model against model, as
+"""Validate the relative-judgment perplexity estimator (``harness/analyses/relative_judgments``) model against model, as
 Shlegeris et al. (2022, section 4) validated theirs: a language model plays the judge, so its true loss is known.
 
 Why: no human judgments of this kind exist here, and the estimator is biased for few rounds per position and noisy
@@ -39,10 +39,7 @@ from scipy.special import expit, log_softmax
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness.data import resolve_data_dir  # noqa: E402
-from harness.files import atomic_write_text, write_json  # noqa: E402
-from harness.plugins import get_registry  # noqa: E402
-from harness.relative_judgments import (  # noqa: E402
+from harness.analyses.relative_judgments import (  # noqa: E402
     Estimate,
     Round,
     dumps_round,
@@ -50,7 +47,10 @@ from harness.relative_judgments import (  # noqa: E402
     read_rounds,
     round_to_allowed,
 )
-from harness.runner import load_task_data  # noqa: E402
+from harness.data import resolve_data_dir  # noqa: E402
+from harness.files import atomic_write_text, write_json  # noqa: E402
+from harness.plugins import get_registry  # noqa: E402
+from harness.task_data import load_task_data  # noqa: E402
 from harness.task_loading import resolve_tasks  # noqa: E402
 
 #: The temperature at which the generator is the judge itself (``G = H``).

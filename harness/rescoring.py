@@ -22,9 +22,14 @@ from harness.locking import OutputLock
 from harness.models import ModelSpec
 from harness.plugins import Registry, get_registry
 from harness.run_dir import MERGED, TaskSource, read_samples, rebuild_merged, task_sources
-from harness.runner import RunOptions, TaskRun, load_task_data, score_runs, write_results
-from harness.task_config import TaskConfig, apply_overrides, validate
+from harness.run_options import RunOptions
+from harness.run_scoring import score_runs
+from harness.runner import write_results
+from harness.task_config import TaskConfig, apply_overrides
+from harness.task_data import load_task_data
 from harness.task_loading import ResolvedTask, check_against_registry
+from harness.task_run import TaskRun
+from harness.task_validation import validate
 
 
 @dataclass
@@ -58,7 +63,7 @@ def open_run(target: Path) -> list[TaskSource]:
 
 def choose_scorers(recorded: list[dict[str, Any]], selection: str | None, where: str) -> list[dict[str, Any]]:
     """The scorer entries to use. ``selection`` is either an exact list (``tvd,entropy``: recorded arguments are
-    kept for scorers the run had) or changes to the recorded list (``+lexical_variability,-ece``).
+    kept for scorers the run had) or changes to the recorded list (``+sample_size,-ece``).
 
     >>> rec = [{"name": "tvd", "args": {}}, {"name": "ece", "args": {"n_bins": 10}}]
     >>> [s["name"] for s in choose_scorers(rec, "+entropy,-tvd", "t")]

@@ -11,7 +11,8 @@ from harness.errors import HarnessError, TaskConfigError
 from harness.kinds.base import RequestKind
 from harness.plugins import Registry
 from harness.scoring import Scorer
-from harness.task_config import TaskConfig, load_task_file
+from harness.task_config import TaskConfig
+from harness.task_validation import load_task_file
 
 
 @dataclass
@@ -30,17 +31,52 @@ class ResolvedTask:
         return f"{self.config.task}@{self.variant}" if self.variant else self.config.task
 
 
-def task_path(name_or_path: str, registry: Registry) -> Path:
-    """A registered task name, or a path to a task YAML file."""
+def registered_or_path(name_or_path: str, registry: Registry, argument: str = "--tasks") -> Path:
+    """Where a task entry points: a registered task's YAML file, else the entry itself as a path to a ``.yaml`` or
+    ``.yml`` file (not checked to exist: the caller decides who reports a missing file). The one place that reads
+    a task name-or-path, for ``--tasks``, ``harness import --task``, run plans and ``harness validate``."""
     if name_or_path in registry.tasks:
         return Path(str(registry.tasks[name_or_path].obj))
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
-        if not path.is_file():
-            raise HarnessError(f"--tasks: task file {path} does not exist")
         return path
     known = ", ".join(sorted(registry.tasks)) or "none"
-    raise HarnessError(f"--tasks: unknown task '{name_or_path}' (registered: {known}; or give a path to a .yaml file)")
+    raise HarnessError(
+        f"{argument}: unknown task '{name_or_path}' (registered: {known}; or give a path to a .yaml file)"
+    )
+
+
+def task_path(name_or_path: str, registry: Registry) -> Path:
+    """A registered task name, or a path to a task YAML file that exists."""
+    path = registered_or_path(name_or_path, registry)
+    if name_or_path not in registry.tasks and not path.is_file():
+        raise HarnessError(f"--tasks: task file {path} does not exist")
+    return path
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    try:
+        return a.samefile(b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
+def check_registered_name(config: TaskConfig, given: str, registry: Registry, argument: str = "--tasks") -> None:
+    """A task file given by path may not reuse the name of a registered task from another file.
+
+    Why refuse rather than let one win: results, stores and leaderboards know a task by its name only, so two
+    different files under one name would be merged as if they were the same task. The registered file itself, given
+    by path, is fine."""
+    registered = registry.tasks.get(config.task)
+    if given in registry.tasks or registered is None:
+        return
+    theirs = Path(str(registered.obj))
+    if _same_file(theirs, Path(given)):
+        return
+    raise HarnessError(
+        f"{argument}: {given} declares task '{config.task}', the name of the task {theirs} registered by plugin "
+        f"{registered.plugin}; rename the task in {given} (results would be taken for the registered task's)"
+    )
 
 
 def check_against_registry(config: TaskConfig, registry: Registry) -> list[Scorer]:
@@ -87,6 +123,7 @@ def resolve_tasks(
     resolved = []
     for name in names:
         config = load_task_file(task_path(name, registry), overrides)
+        check_registered_name(config, name, registry)
         scorers = check_against_registry(config, registry)
         kind = registry.kind(config.request)
         variants = kind.variants(config) if expand_decoding else []

@@ -1,4 +1,4 @@
-"""Human perplexity from relative judgments (``harness/relative_judgments.py``, ``harness human-perplexity``):
+"""Human perplexity from relative judgments (``harness/analyses/relative_judgments/``, ``harness human-perplexity``):
 hand-computed estimates on a 3-token vocabulary, the exact case G = H, the paper's uncertainty, rounding to the
 allowed answers, and a one-line error naming file, line and field for every bad input. No real model, except the
 ``slow`` test of the validation benchmark."""
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.relative_judgments import (
+from harness.analyses.relative_judgments import (
     ALLOWED_ANSWERS,
     Round,
     RoundsError,
