@@ -97,7 +97,7 @@ def test_results_that_cannot_be_compared_are_refused_or_marked(saved_mock_runs: 
     edited["config"]["model_name"] = "other"
     invocation.write_text(json.dumps(edited))
     with pytest.raises(
-        HarnessError, match=r"task provo: task version differs \(.*twice/results_[^ ]*.json: 2; the others: 1\)"
+        HarnessError, match=r"task provo: task version differs: 2 in \S*twice/results_[^ ]*.json; 1 in the other 2 files"
     ):
         build([paths[0], paths[2], twice / "results.json"], tmp_path / "x", plots=False, html=False)
     proc = cli("leaderboard", str(paths[0]), str(twice / "results.json"), "-o", str(tmp_path / "x"), check=False)

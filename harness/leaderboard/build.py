@@ -100,9 +100,12 @@ def build(
 
         instances = collect_instances(entries, board)
     if plots:
+        from harness.leaderboard.analyses import write_analysis_plots
         from harness.leaderboard.plots import write_plots
 
         plots_by_task = write_plots(board, instances or {}, output)
+        for task, drawn in write_analysis_plots(board, output / "plots").items():
+            plots_by_task.setdefault(task, []).extend(drawn)
         files["plots"] = [plot for task_plots in plots_by_task.values() for plot in task_plots]
     if html:
         from harness.leaderboard.page import write_page

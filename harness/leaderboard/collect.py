@@ -11,7 +11,6 @@ affected cell says why.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -127,6 +126,27 @@ def read_results(paths: list[Path]) -> list[TaskResult]:
     return entries
 
 
+#: Files named per value in a "not comparable" message; more are counted, so the message stays one short line.
+SHOWN_FILES = 2
+
+
+def _files(sources: list[str]) -> str:
+    """``a.json`` / ``a.json, b.json`` / ``a.json, b.json and 2 more files``."""
+    shown = ", ".join(sources[:SHOWN_FILES])
+    more = len(sources) - SHOWN_FILES
+    return f"{shown} and {more} more file{'s' if more > 1 else ''}" if more > 0 else shown
+
+
+def _differs(task: str, name: str, by_value: dict[str, list[str]], common: str) -> str:
+    """``task T: N differs: 10 in a.json; 20 in the other 2 files (b.json, c.json)``: each differing value with the
+    files that have it, each file once (a results file holds one entry per decoding variant of a task, all alike),
+    then the value most files share."""
+    odd = [f"{json.loads(value)} in {_files(files)}" for value, files in by_value.items() if value != common]
+    others = by_value[common]
+    where = f"the other {len(others)} files" if len(others) > 1 else "the other file"
+    return f"task {task}: {name} differs: {'; '.join(odd)}; {json.loads(common)} in {where} ({_files(others)})"
+
+
 def check_comparable(entries: list[TaskResult], allow_mixed: bool) -> dict[tuple[str, str], list[str]]:
     """Per (task, source): why it differs from the task's other results. Raises unless ``allow_mixed``."""
     problems: dict[tuple[str, str], list[str]] = {}
@@ -137,15 +157,25 @@ def check_comparable(entries: list[TaskResult], allow_mixed: bool) -> dict[tuple
     for task, group in by_task.items():
         facts = [e.comparability() for e in group]
         for name in sorted({k for f in facts for k in f}):
-            values = [(e, f[name]) for e, f in zip(group, facts, strict=True) if name in f]
-            common, _ = Counter(json.dumps(v) for _, v in values).most_common(1)[0]
-            odd = [(e, v) for e, v in values if json.dumps(v) != common]
-            if not odd:
+            by_value: dict[str, list[str]] = {}
+            for entry, fact in zip(group, facts, strict=True):
+                if name in fact:
+                    files = by_value.setdefault(json.dumps(fact[name]), [])
+                    if str(entry.source) not in files:
+                        files.append(str(entry.source))
+            if len(by_value) < 2:
                 continue
-            detail = ", ".join(f"{e.source}: {v}" for e, v in odd)
-            messages.append(f"task {task}: {name} differs ({detail}; the others: {json.loads(common)})")
-            for e, v in odd:
-                problems.setdefault((task, str(e.source)), []).append(f"{name} {v}, others {json.loads(common)}")
+            # The value most files share is the reference; on a tie, the one seen first.
+            common = max(by_value, key=lambda value: len(by_value[value]))
+            messages.append(_differs(task, name, by_value, common))
+            for value, files in by_value.items():
+                if value == common:
+                    continue
+                for source in files:
+                    why = f"{name} {json.loads(value)}, others {json.loads(common)}"
+                    listed = problems.setdefault((task, source), [])
+                    if why not in listed:
+                        listed.append(why)
     if messages and not allow_mixed:
         raise HarnessError(
             f"results are not comparable: {messages[0]}"

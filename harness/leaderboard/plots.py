@@ -19,6 +19,7 @@ HUMAN_COLOUR = "#222222"
 
 
 def file_slug(text: str) -> str:
+    """A task or system label as a file name part; every figure's name is built with it (``analyses`` too)."""
     return re.sub(r"[^A-Za-z0-9._=-]+", "_", text).strip("_")
 
 
@@ -38,6 +39,7 @@ def _density(ax: Any, values: np.ndarray, label: str, colour: str | None) -> Non
 
 
 def save_figure(fig: Any, path: Path, dpi: int = 100) -> None:
+    """Write and close a figure, laid out the same way for every figure of the board (``analyses`` too)."""
     import matplotlib.pyplot as plt
 
     fig.tight_layout()
@@ -136,7 +138,8 @@ def methods_plot(task: str, board: dict[str, Any], path: Path) -> bool:
 
 
 def write_plots(board: dict[str, Any], instances: dict[str, Any], output: Path) -> dict[str, list[str]]:
-    """Every figure the runs allow; returns, per task, their paths relative to ``output``."""
+    """Every figure the runs' per-instance values allow, in a fresh ``output/plots``; returns, per task, their paths
+    relative to ``output``. (The analysis reports' figures are ``analyses.write_analysis_plots``'s, drawn after.)"""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -168,8 +171,4 @@ def write_plots(board: dict[str, Any], instances: dict[str, Any], output: Path) 
             path = folder / f"{file_slug(task)}-methods.png"
             if methods_plot(task, board, path):
                 written.append(f"plots/{path.name}")
-    from harness.leaderboard.analyses import write_analysis_plots  # it draws with this module's helpers
-
-    for task, paths in write_analysis_plots(board, folder).items():
-        by_task.setdefault(task, []).extend(paths)
     return by_task
