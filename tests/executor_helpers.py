@@ -19,6 +19,13 @@ from harness.store import scan
 HARNESS = str(Path(sys.executable).parent / "harness")
 #: Provo with the mock model in 12 blocks of 4 (the mock's block_size), slow enough to be killed midway.
 SLOW_MOCK = ["--model", "mock:slow", "--model-args", "latency=0.5,block_size=4", "--limit", "48"]
+
+
+def slow_model(kind: str = "mock") -> list[str]:
+    """``SLOW_MOCK`` with another model kind answering like the mock (``counting``: ``tests/counting_model.py``)."""
+    return ["--model", f"{kind}:slow", *SLOW_MOCK[2:]]
+
+
 PROVO = ["--tasks", "provo", "--task-args", "n_samples=40"]
 
 
@@ -46,8 +53,8 @@ def store_of(folder: Path, task: str) -> Path:
 class Driver:
     """``harness run ...`` (a pool's driver) as a subprocess whose stderr is read line by line as it comes."""
 
-    def __init__(self, args: list[str]) -> None:
-        env = {**os.environ, "HARNESS_NO_PROGRESS": "1"}
+    def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:
+        env = {**os.environ, "HARNESS_NO_PROGRESS": "1", **(env or {})}
         self.proc = subprocess.Popen(
             [HARNESS, "run", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
         )
@@ -87,12 +94,22 @@ def stored_count(path_of: Callable[[], Path]) -> int:
         return 0
 
 
-def kill_a_worker_midway(cli: Callable[..., object], tmp_path: Path, pool_args: list[str]) -> str:
+def kill_a_worker_midway(
+    cli: Callable[..., object],
+    tmp_path: Path,
+    pool_args: list[str],
+    kind: str = "mock",
+    env: dict[str, str] | None = None,
+) -> str:
     """Run the slow mock's Provo in a pool (``pool_args``), SIGKILL one worker once the first block is stored, and
     check that the run still ends with the local run's results, one replacement and no duplicate record; returns the
-    driver's line about the death."""
-    out = tmp_path / "pool" / "mock__slow"
-    driver = Driver([*PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "pool"), *pool_args])
+    driver's line about the death.
+
+    ``kind`` is another model kind answering like the mock, from a plugin that ``env`` makes visible (the local run
+    then runs as a subprocess too)."""
+    model = slow_model(kind)
+    out = tmp_path / "pool" / f"{kind}__slow"
+    driver = Driver([*PROVO, *model, "--output-dir", str(tmp_path / "pool"), *pool_args], env)
     pids = driver.wait_for(lambda: driver.worker_pids(), "a worker ready")
     driver.wait_for(lambda: stored_count(lambda: store_of(out, "provo")) >= 4, "the first block stored")
     victim = pids[0]  # type: ignore[index]
@@ -101,8 +118,12 @@ def kill_a_worker_midway(cli: Callable[..., object], tmp_path: Path, pool_args: 
     died = [line for line in driver.lines if "died while answering provo block" in line]
     assert len(died) == 1 and f"(pid {victim} " in died[0], driver.lines
     assert "starting a replacement and sending its blocks again" in died[0]
-    cli("run", *PROVO, *SLOW_MOCK, "--output-dir", str(tmp_path / "local"))
-    assert_identical(tmp_path / "local" / "mock__slow", out, ["provo"])
+    local = [*PROVO, *model, "--output-dir", str(tmp_path / "local")]
+    if env is None:
+        cli("run", *local)
+    else:
+        assert Driver(local, env).finish() == 0
+    assert_identical(tmp_path / "local" / f"{kind}__slow", out, ["provo"])
     execution = results_of(out)["execution"]
     assert execution["worker_restarts"] == 1 and execution["blocks_resent"] >= 1
     store = scan(store_of(out, "provo"))

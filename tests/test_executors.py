@@ -12,9 +12,9 @@ import pytest
 import harness.executors.base as executor_base
 from harness.errors import HarnessError
 from harness.executors import ExecutorOptions
-from harness.executors.pool import sum_stats
 from harness.executors.processes import ProcessBackend, visible_gpus
 from harness.executors.ray_driver import plan_workers
+from harness.executors.worker_counts import WorkerCounts, sum_stats
 from harness.models import ModelSpec
 from harness.results import strip_volatile
 from harness.sweep import pair_model_args, read_plan
@@ -135,6 +135,18 @@ def test_sum_stats_adds_numbers_at_every_depth() -> None:
         "server": "llama.cpp",
         "from_store": 2,
     }
+
+
+def test_worker_counts_keep_each_workers_latest_report() -> None:
+    """Counts only grow, so a worker's latest report replaces its earlier ones; a dead worker's last one stays."""
+    counts = WorkerCounts()
+    assert counts.total() is None
+    counts.report(1, {"sent": 2})
+    counts.report(1, {"sent": 5})  # worker 1's second block
+    counts.report(2, {"sent": 3, "retries": 1})  # worker 2, which then died
+    counts.report(3, None)  # its replacement, with an adapter that counts nothing
+    counts.report(1, {"sent": 9})
+    assert counts.total() == {"sent": 12, "retries": 1}
 
 
 def test_model_args_pair_with_models() -> None:

@@ -22,6 +22,7 @@ from harness.executors.pool import WorkerDied
 from harness.executors.processes import ProcessBackend
 from harness.models import ModelSpec
 from tests.conftest import CliResult
+from tests.counting_model import plugin_env
 from tests.executor_helpers import assert_identical, kill_a_worker_midway, results_of
 from tests.helpers import require_provo
 
@@ -102,17 +103,18 @@ def test_backend_answers_in_order_and_reports_errors(backend: ProcessBackend) ->
         refused = backend.call(worker, "answer", EchoKind(), ["refuse"])
         unsendable = backend.call(worker, "answer", EchoKind(), ["unsendable"])
         second = backend.call(worker, "answer", EchoKind(), ["c"])
-        assert [r["echo"] for r in backend.result(first, timeout=60)] == ["a", "b"]
+        answer = backend.result(first, timeout=60)
+        assert [r["echo"] for r in answer.records] == ["a", "b"] and answer.run_stats == {"calls": 1}
         with pytest.raises(HarnessError, match=r"^--model-args: the echo model refuses 'refuse'$"):
             backend.result(refused, timeout=60)
         with pytest.raises(RuntimeError, match="cannot send the answer to answer"):
             backend.result(unsendable, timeout=60)
-        assert backend.result(second, timeout=60)[0]["pid"] == report["pid"]  # the worker lives on
+        assert backend.result(second, timeout=60).records[0]["pid"] == report["pid"]  # the worker lives on
         assert backend.result(backend.call(worker, "run_stats"), timeout=60) == {"calls": 1}
         # Waiting on a later call goes on past the replies to the calls before it.
         earlier = backend.call(worker, "answer", EchoKind(), ["nap"])
         later = backend.call(worker, "answer", EchoKind(), ["nap"])
-        assert backend.result(later, timeout=60)[0]["echo"] == "nap" and earlier.done
+        assert backend.result(later, timeout=60).records[0]["echo"] == "nap" and earlier.done
     finally:
         backend.kill(worker)
     assert not worker.process.is_alive()
@@ -160,3 +162,12 @@ def test_result_times_out(backend: ProcessBackend) -> None:
         started = time.monotonic()
         backend.kill(worker)  # busy: killed at once, not waited for
     assert time.monotonic() - started < 2 and not worker.process.is_alive()
+
+
+def test_a_dead_workers_counts_are_kept(tmp_path: Path) -> None:
+    """The counts a worker reported with the blocks it answered survive its death: ``api_calls`` counts every block
+    once (the block it died on is counted by the worker that answered it again)."""
+    require_provo()
+    env = plugin_env(tmp_path / "plugin")
+    kill_a_worker_midway(lambda *args: None, tmp_path, ["--workers", "2"], kind="counting", env=env)
+    assert results_of(tmp_path / "pool" / "counting__slow")["api_calls"] == {"blocks": 12, "requests": 48}

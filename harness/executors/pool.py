@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from harness.errors import HarnessError, one_line
 from harness.executors.base import Answered, ExecutorOptions
 from harness.executors.blocks import Block, blocks_in, cut_blocks, stored_model_info
+from harness.executors.worker import BlockAnswer
+from harness.executors.worker_counts import WorkerCounts
 from harness.progress import Progress
 from harness.store import ResponseStore
 
@@ -90,6 +92,8 @@ class Slot:
 
     index: int
     actor: Any = None
+    #: The worker's serial number among all the pool started (its counts are kept under it after it dies).
+    serial: int = 0
     ready: bool = False
     pid: int | None = None
     host: str = ""
@@ -142,6 +146,8 @@ class WorkerPool:
         self.group_size: int | None = None
         self.info: dict[str, Any] | None = None
         self.load_seconds: list[float] = []
+        self.counts = WorkerCounts()
+        self.started_workers = 0
         self.restarts = 0
         self.resent = 0
         self.done_blocks: dict[str, int] = {r.name: 0 for r in runs}
@@ -162,13 +168,15 @@ class WorkerPool:
     def _start(self, slot: Slot) -> None:
         spec = replace(self.model, cache_dir=self.out_dir / "api-cache" / f"{self.name}-worker-{slot.index + 1}")
         slot.actor = self.backend.start(slot.index, self.adapter_cls, spec, self.threads)
-        slot.ready, slot.pid, slot.in_flight = False, None, 0
+        self.started_workers += 1
+        slot.ready, slot.pid, slot.in_flight, slot.serial = False, None, 0, self.started_workers
         self.sent[self.backend.call(slot.actor, "load")] = Sent(slot, slot.actor)
 
     def _loaded(self, sent: Sent, report: dict[str, Any]) -> None:
         slot = sent.slot
         slot.ready, slot.pid, slot.host, slot.failed_loads = True, report["pid"], report["host"], 0
         slot.cuda_devices = report.get("cuda_visible_devices")
+        self.counts.report(slot.serial, report.get("run_stats"))
         if self.group_size is None:
             self.first_ready = time.perf_counter()
             self.group_size = int(report["group_size"])
@@ -264,12 +272,13 @@ class WorkerPool:
                 self.sent[ref] = Sent(slot, slot.actor, block, attempt, seeds, requests)
                 slot.in_flight += 1
 
-    def _answered(self, sent: Sent, records: list[dict[str, Any]]) -> None:
+    def _answered(self, sent: Sent, answer: BlockAnswer) -> None:
         block = sent.block
         assert block is not None and self.progress is not None
         sent.slot.in_flight -= 1
+        self.counts.report(sent.slot.serial, answer.run_stats)
         self._send()  # the worker's next block first: storing (an fsync per response) takes a while
-        block.store_answers(sent.seeds, sent.requests, records)
+        block.store_answers(sent.seeds, sent.requests, answer.records)
         name = block.run.name
         self.done_blocks[name] += 1
         if self.done_blocks[name] == self.total_blocks[name]:
@@ -317,17 +326,15 @@ class WorkerPool:
                 self.progress.close()
 
     def run_stats(self) -> dict[str, Any] | None:
-        """``run_stats`` of the live workers, summed (a dead worker's are lost with it)."""
-        live = [self.backend.call(slot.actor, "run_stats") for slot in self.slots if slot.ready]
-        merged: dict[str, Any] | None = None
-        for ref in live:
+        """``run_stats`` of every worker started, summed: the live ones asked once more (what they did after their
+        last block), the dead ones as they last reported."""
+        live = [(slot.serial, self.backend.call(slot.actor, "run_stats")) for slot in self.slots if slot.ready]
+        for serial, ref in live:
             try:
-                stats = self.backend.result(ref, timeout=CLOSE_SECONDS)
+                self.counts.report(serial, self.backend.result(ref, timeout=CLOSE_SECONDS))
             except (WorkerDied, TimeoutError):
-                continue  # a worker that died after its last block: every answer is stored, only its counts are lost
-            if stats is not None:
-                merged = sum_stats(merged or {}, stats)
-        return merged
+                continue  # a worker that died after its last block: its counts as it reported them with that block
+        return self.counts.total()
 
     def close(self) -> None:
         """Close the idle workers' adapters, then stop every worker. A worker still answering a block (the run was
@@ -366,19 +373,6 @@ class WorkerPool:
 def threads_per_worker(cpus: float) -> int:
     """Torch threads of a worker given ``cpus`` CPUs: at least one (the number ``execution`` records)."""
     return max(1, int(cpus))
-
-
-def sum_stats(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    """Two workers' ``run_stats`` added up: numbers summed, nested objects merged the same way, else the first."""
-    out = dict(a)
-    for key, value in b.items():
-        if key not in out:
-            out[key] = value
-        elif isinstance(value, dict) and isinstance(out[key], dict):
-            out[key] = sum_stats(out[key], value)
-        elif isinstance(value, int | float) and isinstance(out[key], int | float) and not isinstance(value, bool):
-            out[key] = out[key] + value
-    return out
 
 
 def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:

@@ -12,11 +12,23 @@ import os
 import socket
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.kinds.base import RequestKind
 from harness.models import ModelAdapter, ModelSpec
+
+
+@dataclass(frozen=True)
+class BlockAnswer:
+    """One block's stored records, and the adapter's ``run_stats`` once it was answered.
+
+    Why the counts travel with every block: the driver keeps each worker's latest counts, so the requests a worker
+    made for the blocks it answered still count after it dies (asked at the end, they would die with it)."""
+
+    records: list[dict[str, Any]]
+    run_stats: dict[str, Any] | None
 
 
 class ModelWorker:
@@ -47,12 +59,16 @@ class ModelWorker:
             "load_seconds": seconds,
             # Which GPUs this worker sees: set by Ray for an actor with GPUs, by the local pool on a multi-GPU box.
             "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
+            # What loading cost (an API adapter's probe), kept by the driver should this worker die before a block.
+            "run_stats": self.adapter.run_stats(),
         }
 
-    def answer(self, kind: RequestKind, requests: list[Any]) -> list[dict[str, Any]]:
-        """The stored records of the responses to one block's requests (``RequestKind.answer``)."""
+    def answer(self, kind: RequestKind, requests: list[Any]) -> BlockAnswer:
+        """The stored records of the responses to one block's requests (``RequestKind.answer``), with the counts
+        so far."""
         assert self.adapter is not None, "load() first"
-        return kind.answer(self.adapter, requests)
+        records = kind.answer(self.adapter, requests)
+        return BlockAnswer(records, self.adapter.run_stats())
 
     def run_stats(self) -> dict[str, Any] | None:
         return self.adapter.run_stats() if self.adapter is not None else None
