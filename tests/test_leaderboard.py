@@ -97,15 +97,13 @@ def test_results_that_cannot_be_compared_are_refused_or_marked(saved_mock_runs: 
     edited["config"]["model_name"] = "other"
     invocation.write_text(json.dumps(edited))
     with pytest.raises(
-        HarnessError, match=r"task provo: task version differs: 2 in \S*twice/results_[^ ]*.json; 1 in the other 2 files"
+        HarnessError, match=r"task provo: task version differs: 2 in \S*twice/results_\S*.json; 1 in the other 2 files"
     ):
         build([paths[0], paths[2], twice / "results.json"], tmp_path / "x", plots=False, html=False)
     proc = cli("leaderboard", str(paths[0]), str(twice / "results.json"), "-o", str(tmp_path / "x"), check=False)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and "--allow-mixed" in proc.stderr
     board = build([paths[0], paths[2], twice / "results.json"], tmp_path / "mixed", allow_mixed=True)
-    assert board["mixed"] == [
-        {"task": "provo", "source": str(invocation), "differs": ["task version 2, others 1"]}
-    ]
+    assert board["mixed"] == [{"task": "provo", "source": str(invocation), "differs": ["task version 2, others 1"]}]
     assert _row(board, "mock:other · ancestral")["mixed"] == {"provo": ["task version 2, others 1"]}
     assert "mixed" not in _row(board, f"{MODEL} · ancestral")
     assert "merged although not comparable" in (tmp_path / "mixed" / "index.html").read_text()
