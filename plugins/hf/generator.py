@@ -39,7 +39,7 @@ from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
 from plugins.hf import inplace_mlp, prefix_attention
 from plugins.hf.draws import draw_tokens
 from plugins.hf.generation_text import finish_row, validate_request
-from plugins.hf.loading import AUTO_STEP_ROWS
+from plugins.hf.load_options import AUTO_STEP_ROWS
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs
 from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.plain_generate import generate_plain
@@ -48,9 +48,9 @@ from plugins.hf.suffix_cache import SuffixLayer
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids, fit_context
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU
-#: (:data:`plugins.hf.loading.AUTO_STEP_ROWS`). A decoding step streams all weights once, so wide passes are cheap per
-#: row (on 2 CPU cores SmolLM2-135M-Instruct runs about 70 ms for 1 row and 3-4 ms per row at 512 rows), and a group of
-#: 64 prompts with 10 samples each (640 rows) goes through one pass per step instead of two.
+#: (:data:`plugins.hf.load_options.AUTO_STEP_ROWS`). A decoding step streams all weights once, so wide passes are
+#: cheap per row (on 2 CPU cores SmolLM2-135M-Instruct runs about 70 ms for 1 row and 3-4 ms per row at 512 rows), and
+#: a group of 64 prompts with 10 samples each (640 rows) goes through one pass per step instead of two.
 DEFAULT_BATCH_SIZE = AUTO_STEP_ROWS["cpu"]
 
 

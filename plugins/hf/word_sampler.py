@@ -39,14 +39,14 @@ from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.text import Outcome, decide_word
 from plugins.hf import inplace_mlp, prefix_attention
 from plugins.hf.draws import draw_counts
-from plugins.hf.loading import AUTO_STEP_ROWS
+from plugins.hf.load_options import AUTO_STEP_ROWS
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cache
 from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
-#: once, so a wide trie level wants few, large passes (see :data:`plugins.hf.loading.AUTO_STEP_ROWS` for the
+#: once, so a wide trie level wants few, large passes (see :data:`plugins.hf.load_options.AUTO_STEP_ROWS` for the
 #: measurement); a block of 64 Provo contexts has about 11,000 nodes on its first level and a few hundred on its last.
 DEFAULT_BATCH_SIZE = AUTO_STEP_ROWS["cpu"]
 
