@@ -4,6 +4,7 @@ models in one command on the local executor. The real-Ray tests are in ``test_ra
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,12 +13,14 @@ import pytest
 import harness.executors.base as executor_base
 from harness.errors import HarnessError
 from harness.executors import ExecutorOptions
+from harness.executors.pool import answer_with_pool
 from harness.executors.processes import ProcessBackend, visible_gpus
 from harness.executors.ray_driver import plan_workers
 from harness.executors.worker_counts import WorkerCounts, sum_stats
 from harness.models import ModelSpec
 from harness.results import strip_volatile
 from harness.sweep import pair_model_args, read_plan
+from plugins.mock.adapter import MockAdapter
 from tests.conftest import CliResult
 from tests.helpers import require_provo
 
@@ -292,3 +295,78 @@ def test_a_finished_run_sends_no_block(cli: Callable[..., CliResult], tmp_path: 
     cli(*args)
     cli(*args)
     assert _results(tmp_path / "mock__a")["execution"] == {"executor": "local", "blocks": {"provo": {"sent": 0}}}
+
+
+class UnplacedBackend:
+    """A pool backend (``harness.executors.backend.Backend``) whose workers in ``never`` are never placed, as a Ray
+    actor asking for resources no node has free; the others are placed at once and load in ``load_seconds``."""
+
+    name = "fake"
+    cpus, gpus, in_flight = 1.0, 0.5, 1
+
+    def __init__(self, workers: int, never: set[int], load_seconds: float = 0.0) -> None:
+        self.workers, self.never, self.load_seconds = workers, never, load_seconds
+        self.killed: list[int] = []
+
+    def start(self, index: int, adapter_cls: type, spec: ModelSpec, threads: int) -> int:
+        return index
+
+    def call(self, worker: int, method: str, *args: object) -> tuple[int, str, float]:
+        delay = float("inf") if worker in self.never else self.load_seconds if method == "load" else 0.0
+        return (worker, method, time.monotonic() + delay)
+
+    def wait(self, calls: list[tuple[int, str, float]], timeout: float) -> list[tuple[int, str, float]]:
+        time.sleep(0.02)
+        return [call for call in calls if call[2] <= time.monotonic()]
+
+    def result(self, call: tuple[int, str, float], timeout: float | None = None) -> object:
+        worker, method, _ = call
+        if method == "load":
+            return {"pid": 100 + worker, "host": "fake", "group_size": 4, "info": {}, "load_seconds": 0.0}
+        return {"pid": 100 + worker, "host": "fake"} if method == "placed" else None
+
+    def kill(self, worker: int) -> None:
+        self.killed.append(worker)
+
+    def where(self) -> str:
+        return "nowhere"
+
+    def execution(self) -> dict:
+        return {}
+
+    def room(self) -> str:
+        return "the fake cluster has 0 GPUs free"
+
+
+def test_a_worker_never_placed_stops_the_run_with_one_line(tmp_path: Path) -> None:
+    backend = UnplacedBackend(workers=2, never={0, 1})
+    options = ExecutorOptions("ray", workers=2, placement_timeout=0.3)
+    started = time.monotonic()
+    with pytest.raises(HarnessError) as caught:
+        answer_with_pool(backend, [], ModelSpec("mock", "m"), MockAdapter, tmp_path, 0, options)  # type: ignore[arg-type]
+    assert 0.3 < time.monotonic() - started < 5
+    assert str(caught.value) == (
+        "fake: workers 1 and 2 could not be placed in 0.3 s (each asks for 1 CPU and 0.5 GPUs; the fake cluster has "
+        "0 GPUs free) and no other worker is running; free them or ask for less (--workers, --cpus-per-worker, "
+        f"--gpus-per-worker); the 0 responses stored so far are safe in {tmp_path.resolve() / 'responses'}; run the "
+        "same command again to resume"
+    )
+    assert sorted(backend.killed) == [0, 1]  # the pending workers are stopped, not left waiting for resources
+
+
+def test_the_pool_goes_on_without_a_worker_never_placed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A worker still waiting for resources after the timeout is left behind while another worker runs."""
+    backend = UnplacedBackend(workers=2, never={1}, load_seconds=0.6)
+    options = ExecutorOptions("ray", workers=2, placement_timeout=0.2)
+    answered = answer_with_pool(backend, [], ModelSpec("mock", "m"), MockAdapter, tmp_path, 0, options)  # type: ignore[arg-type]
+    assert answered.execution["worker_restarts"] == 0
+    warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
+    assert warnings == [
+        "warning: fake: worker 2 not placed after 0.2 s (it asks for 1 CPU and 0.5 GPUs; the fake cluster has 0 GPUs "
+        "free); going on with the other workers (it joins them if placed later)"
+    ]
+
+
+def test_placement_timeout_is_checked() -> None:
+    with pytest.raises(HarnessError, match=r"^placement_timeout: expected a positive number of seconds, got 0$"):
+        ExecutorOptions("local", workers=2, placement_timeout=0).check()

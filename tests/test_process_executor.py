@@ -18,7 +18,7 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.executors import ExecutorOptions
-from harness.executors.pool import WorkerDied
+from harness.executors.backend import WorkerDied
 from harness.executors.processes import ProcessBackend
 from harness.models import ModelSpec
 from tests.conftest import CliResult

@@ -15,6 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from harness.errors import HarnessError
+from harness.executors import ExecutorOptions
+from harness.models import ModelSpec
+from harness.run_options import RunOptions
+from harness.runner import run
 from harness.store import scan
 from tests.conftest import CliResult
 from tests.executor_helpers import (
@@ -103,6 +108,39 @@ def test_killed_driver_resumes_with_only_missing_blocks(
     assert_identical(tmp_path / "local" / "mock__slow", out, ["provo"])
     store = scan(store_of(out, "provo"))
     assert len(store.records) == 48 and not store.problems
+
+
+def test_a_worker_that_cannot_be_placed_stops_the_run(ray_cluster: str, tmp_path: Path) -> None:
+    """A worker asking for CPUs no node has free (an actor holds the cluster's two) ends the run with one line once
+    the placement timeout passes, instead of waiting forever (a replacement after a death goes the same way)."""
+    import ray
+
+    require_provo()
+
+    @ray.remote(num_cpus=2)
+    class Blocker:
+        def ready(self) -> bool:
+            return True
+
+    blocker = Blocker.remote()  # type: ignore[attr-defined]
+    ray.get(blocker.ready.remote(), timeout=60)
+    options = RunOptions(
+        tasks=["provo"],
+        model=ModelSpec("mock", "m"),
+        task_args={"n_samples": 4},
+        limit=4,
+        output_dir=tmp_path,
+        executor=ExecutorOptions("ray", workers=1, placement_timeout=3),
+    )
+    try:
+        with pytest.raises(HarnessError) as caught:
+            run(options)
+    finally:
+        ray.kill(blocker)
+    assert str(caught.value).startswith(
+        "ray: worker 1 could not be placed in 3 s (it asks for 1 CPU and 0 GPUs; the Ray cluster has 0 CPUs, 0 GPUs "
+        "free (of 2 CPUs, 0 GPUs)) and no other worker is running; free them or ask for less (--workers, "
+    )
 
 
 def test_sweep_on_ray_then_leaderboard(cli: Callable[..., CliResult], ray_cluster: str, tmp_path: Path) -> None:

@@ -18,6 +18,11 @@ RAY_MISSING = (
     "--executor ray: Ray is not installed; install it with: pip install 'variability-harness[ray]' "
     "(or pip install 'ray[default]')"
 )
+#: Seconds a pool waits for a worker to be placed (a Ray actor scheduled on a node with its CPUs and GPUs free)
+#: before it goes on without it, or stops with an error when no other worker is placed: long enough for a cluster's
+#: autoscaler to add a node, short enough that a run whose workers can never be placed (a lost node's GPUs, and no
+#: other free) does not wait forever.
+PLACEMENT_SECONDS = 600.0
 
 
 def ray_installed() -> bool:
@@ -43,6 +48,8 @@ class ExecutorOptions:
     gpus_per_worker: float | None = None
     #: How many times a block is sent again after the worker answering it died.
     max_retries: int = 3
+    #: Seconds a pool's worker may wait to be placed (``PLACEMENT_SECONDS``).
+    placement_timeout: float = PLACEMENT_SECONDS
 
     def check(self) -> None:
         """A one-line error for a setting that cannot work, before anything loads."""
@@ -70,6 +77,10 @@ class ExecutorOptions:
             raise HarnessError(f"--gpus-per-worker: expected a number >= 0, got {self.gpus_per_worker}")
         if self.max_retries < 0:
             raise HarnessError(f"--max-retries: expected an integer >= 0, got {self.max_retries}")
+        if not self.placement_timeout > 0:
+            raise HarnessError(
+                f"placement_timeout: expected a positive number of seconds, got {self.placement_timeout}"
+            )
 
 
 @dataclass

@@ -18,6 +18,9 @@ How work flows:
 * A worker that dies (its process killed, its node lost) is replaced by a new worker in the same slot and the blocks
   it held are sent again, at most ``max_retries`` times each; then the run stops with a one-line error, the stored
   responses safe. An error raised by the model adapter itself (a bad argument, an API refusing) is not retried.
+* A worker not placed within ``placement_timeout`` seconds (a Ray actor whose CPUs or GPUs no node has free) is
+  left behind with a warning while another worker runs; when none runs, the run stops with a one-line error naming
+  the workers and the resources they ask for, instead of waiting forever.
 """
 
 from __future__ import annotations
@@ -27,9 +30,10 @@ import time
 from collections import deque
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, one_line
+from harness.executors.backend import Backend, WorkerDied
 from harness.executors.base import Answered, ExecutorOptions
 from harness.executors.blocks import Block, blocks_in, cut_blocks, stored_model_info
 from harness.executors.worker import BlockAnswer
@@ -45,45 +49,6 @@ if TYPE_CHECKING:
 POLL_SECONDS = 2.0
 #: Seconds the driver waits for a worker's counts and its closing before giving up on it.
 CLOSE_SECONDS = 60.0
-
-
-class WorkerDied(Exception):
-    """The worker holding a call ended (its process killed, its node lost) before answering it."""
-
-
-class Backend(Protocol):
-    """Where the workers run. Calls are opaque, hashable handles; a worker answers its calls in the order sent."""
-
-    #: The pool's name in its messages and ``execution.executor`` (``ray``, ``local``).
-    name: str
-    #: How many workers, and the CPUs and GPUs each is given.
-    workers: int
-    cpus: float
-    gpus: float
-    #: Blocks sent ahead to each worker: more than one hides a slow round trip (a cluster's network), but at the end
-    #: of a run a worker may still hold queued blocks while another has none left.
-    in_flight: int
-
-    def start(self, index: int, adapter_cls: type[ModelAdapter], spec: ModelSpec, threads: int) -> Any:
-        """A new worker in slot ``index`` (not loaded yet: the pool calls ``load``)."""
-
-    def call(self, worker: Any, method: str, *args: Any) -> Any:
-        """Ask ``worker`` to run ``ModelWorker.<method>(*args)``; a handle to wait on."""
-
-    def wait(self, calls: list[Any], timeout: float) -> list[Any]:
-        """Those of ``calls`` that are answered (or whose worker died), waiting at most ``timeout`` seconds for one."""
-
-    def result(self, call: Any, timeout: float | None = None) -> Any:
-        """The call's value; raises :class:`WorkerDied`, ``TimeoutError``, or the adapter's own exception."""
-
-    def kill(self, worker: Any) -> None:
-        """Stop ``worker`` now, whatever it is doing."""
-
-    def where(self) -> str:
-        """The progress bar's place, after the model's name: ``on ray``, ``in 2 processes``."""
-
-    def execution(self) -> dict[str, Any]:
-        """This backend's own entries of ``results.json``'s ``execution``."""
 
 
 @dataclass
@@ -103,11 +68,16 @@ class Slot:
     #: Replacements started in a row without a successful load (bounded by ``max_retries``).
     failed_loads: int = 0
     in_flight: int = 0
+    #: Since when (``time.monotonic``) the worker waits to be placed; None once it runs.
+    placing_since: float | None = None
+    #: Whether the pool said it goes on without this worker (placed too late), once per worker.
+    overdue_told: bool = False
 
 
 @dataclass
 class Sent:
-    """A call on its way: a load (``block`` None) or a block, with its seeds and requests to store the answers."""
+    """A call on its way: the worker's placement or its load (``block`` None), or a block, with its seeds and requests
+    to store the answers."""
 
     slot: Slot
     #: The worker it was sent to (a slot's worker changes when a dead one is replaced).
@@ -116,6 +86,8 @@ class Sent:
     attempt: int = 0
     seeds: list[int] = field(default_factory=list)
     requests: list[Any] = field(default_factory=list)
+    #: The call that answers once the worker runs (``ModelWorker.placed``).
+    placing: bool = False
 
 
 class WorkerPool:
@@ -170,11 +142,44 @@ class WorkerPool:
         slot.actor = self.backend.start(slot.index, self.adapter_cls, spec, self.threads)
         self.started_workers += 1
         slot.ready, slot.pid, slot.in_flight, slot.serial = False, None, 0, self.started_workers
+        slot.placing_since, slot.overdue_told = time.monotonic(), False
+        self.sent[self.backend.call(slot.actor, "placed")] = Sent(slot, slot.actor, placing=True)
         self.sent[self.backend.call(slot.actor, "load")] = Sent(slot, slot.actor)
+
+    def _placed(self, sent: Sent, report: dict[str, Any]) -> None:
+        sent.slot.placing_since, sent.slot.pid, sent.slot.host = None, report["pid"], report["host"]
+
+    def _check_placement(self) -> None:
+        """Go on without a worker not placed within ``placement_timeout`` seconds while another is placed; stop with
+        an error when none is (nothing could ever answer)."""
+        timeout = self.options.placement_timeout
+        now = time.monotonic()
+        late = [s for s in self.slots if s.placing_since is not None and now - s.placing_since > timeout]
+        if not late:
+            return
+        asks = f"{_amount(self.cpus, 'CPU')} and {_amount(self.gpus, 'GPU')}"
+        if all(slot.placing_since is not None for slot in self.slots):
+            several = len(late) > 1
+            names = " and ".join(str(slot.index + 1) for slot in late)
+            raise HarnessError(
+                f"{self.name}: worker{'s' if several else ''} {names} could not be placed in {timeout:g} s "
+                f"({'each' if several else 'it'} asks for {asks}; {self.backend.room()}) and no other worker is "
+                f"running; free them or ask for less (--workers, --cpus-per-worker, --gpus-per-worker); {self._safe()}"
+            )
+        for slot in late:
+            if not slot.overdue_told:
+                slot.overdue_told = True
+                print(
+                    f"warning: {self.name}: worker {slot.index + 1} not placed after {timeout:g} s (it asks for "
+                    f"{asks}; {self.backend.room()}); going on with the other workers (it joins them if placed later)",
+                    file=sys.stderr,
+                    flush=True,
+                )
 
     def _loaded(self, sent: Sent, report: dict[str, Any]) -> None:
         slot = sent.slot
         slot.ready, slot.pid, slot.host, slot.failed_loads = True, report["pid"], report["host"], 0
+        slot.placing_since = None
         slot.cuda_devices = report.get("cuda_visible_devices")
         self.counts.report(slot.serial, report.get("run_stats"))
         if self.group_size is None:
@@ -315,10 +320,13 @@ class WorkerPool:
                     except WorkerDied as exc:
                         self._died(sent, exc)
                         continue
-                    if sent.block is None:
+                    if sent.placing:
+                        self._placed(sent, value)
+                    elif sent.block is None:
                         self._loaded(sent, value)
                     else:
                         self._answered(sent, value)
+                self._check_placement()
             for r in self.runs:
                 r.timing["requests_seconds"] = round(self.finished_at.get(r.name, 0.0), 3)
         finally:
@@ -373,6 +381,11 @@ class WorkerPool:
 def threads_per_worker(cpus: float) -> int:
     """Torch threads of a worker given ``cpus`` CPUs: at least one (the number ``execution`` records)."""
     return max(1, int(cpus))
+
+
+def _amount(count: float, what: str) -> str:
+    """``1 CPU``, ``0.5 GPUs``, ``0 GPUs``."""
+    return f"{count:g} {what}{'' if count == 1 else 's'}"
 
 
 def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:

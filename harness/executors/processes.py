@@ -34,8 +34,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
+from harness.executors.backend import WorkerDied
 from harness.executors.base import Answered, ExecutorOptions
-from harness.executors.pool import WorkerDied, answer_with_pool, threads_per_worker
+from harness.executors.pool import answer_with_pool, threads_per_worker
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -197,6 +198,9 @@ class ProcessBackend:
 
     def execution(self) -> dict[str, Any]:
         return {}
+
+    def room(self) -> str:
+        return f"this machine has {os.cpu_count() or 1} CPUs"
 
     # ---------------------------------------------------------------------------------------------------- pipes
     def _wait_any(self, workers: Iterable[Worker], timeout: float | None) -> None:

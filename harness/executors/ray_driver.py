@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, one_line
+from harness.executors.backend import WorkerDied
 from harness.executors.base import RAY_MISSING, Answered, ExecutorOptions
-from harness.executors.pool import WorkerDied, answer_with_pool
+from harness.executors.pool import answer_with_pool
 from harness.executors.worker import ModelWorker
 
 if TYPE_CHECKING:
@@ -160,6 +161,10 @@ class RayBackend:
 
     def execution(self) -> dict[str, Any]:
         return {"address": self.ray.get_runtime_context().gcs_address}
+
+    def room(self) -> str:
+        free, total = self.ray.available_resources(), self.ray.cluster_resources()
+        return f"the Ray cluster has {_resources_text(free)} free (of {_resources_text(total)})"
 
 
 def answer_on_ray(

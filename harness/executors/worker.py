@@ -42,6 +42,11 @@ class ModelWorker:
         self.threads = threads
         self.adapter: ModelAdapter | None = None
 
+    def placed(self) -> dict[str, Any]:
+        """Answered as soon as the worker runs: on Ray, once its actor has been placed on a node with the resources
+        it asks for (until then the pool's placement timeout runs)."""
+        return {"pid": os.getpid(), "host": socket.gethostname()}
+
     def load(self) -> dict[str, Any]:
         """Build the adapter (load the model); returns what the driver needs to know about this worker."""
         start = time.perf_counter()
