@@ -17,6 +17,8 @@ What each name is for:
 - answer classifiers: ``AnswerClassifier``, ``ClassifyItem``, ``Classification``;
 - data loaders: ``LoadedData``, ``Loader``, ``takes_options``, ``hash_files``, ``downloads_allowed`` and the
   instance types ``Instance``, ``ClozeInstance``, ``GenerationInstance``, ``ChoiceInstance``;
+- words: ``rule_word`` (a task's word rule, ``exact`` or ``paper``: every word an adapter returns must already be
+  written by it), ``normalise_word`` (the ``exact`` rule) and ``PAPER_FAILURE``;
 - options: ``Option``, ``Options``, ``OptionError`` and the converters (one grammar for booleans and numbers);
 - errors: ``HarnessError`` (shown to the user as one line), ``TaskConfigError``, ``DataNotFoundError``,
   ``ModelLoadError``.
@@ -64,17 +66,23 @@ from harness.requests import (
     MultipleChoiceResponse,
     NextTokenRequest,
     NextTokenResponse,
+    OptionProbsRequest,
+    OptionProbsResponse,
     SampleWordsRequest,
     SampleWordsResponse,
     ScoringRequest,
     ScoringResponse,
     SimilarityRequest,
     SimilarityResponse,
+    Surface,
+    WordDistributionRequest,
+    WordDistributionResponse,
 )
 from harness.scorer_args import BOOTSTRAP_OPTIONS, ArgsScorer
 from harness.scoring import Metric, Scorer, ScorerUnavailable
 from harness.seeding import derive_rng, derive_seed, metric_rngs
 from harness.stats import bootstrap_metric, mean_metric
+from harness.text import PAPER_FAILURE, normalise_word, rule_word
 
 __all__ = [
     "BOOTSTRAP_OPTIONS",
@@ -104,8 +112,11 @@ __all__ = [
     "Need",
     "NextTokenRequest",
     "NextTokenResponse",
+    "OptionProbsRequest",
+    "OptionProbsResponse",
     "Option",
     "OptionError",
+    "PAPER_FAILURE",
     "Options",
     "RegisterClassifier",
     "RegisterLoader",
@@ -122,7 +133,10 @@ __all__ = [
     "ScoringResponse",
     "SimilarityRequest",
     "SimilarityResponse",
+    "Surface",
     "TaskConfigError",
+    "WordDistributionRequest",
+    "WordDistributionResponse",
     "boolean",
     "bootstrap_metric",
     "derive_rng",
@@ -133,6 +147,7 @@ __all__ = [
     "integer",
     "mean_metric",
     "metric_rngs",
+    "normalise_word",
     "number",
     "one_of",
     "open_unit_float",
@@ -140,6 +155,7 @@ __all__ = [
     "positive_float",
     "positive_int",
     "positive_number",
+    "rule_word",
     "text",
     "takes_options",
 ]

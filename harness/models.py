@@ -6,7 +6,7 @@ needs a kind the adapter cannot answer fails before any work is done.
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
+from abc import ABC
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -115,6 +115,6 @@ class ModelAdapter(ABC):
         """Cosine similarity of the model's representations of a prompt and of each option (``similarity``)."""
         raise NotImplementedError(f"model {self.spec.label} does not answer similarity queries")
 
-    @abstractmethod
-    def close(self) -> None:
-        """Release memory (GPU) held by the model."""
+    def close(self) -> None:  # noqa: B027 - optional: most adapters hold nothing that outlives them
+        """Release what the model holds (GPU memory, a server connection) once the run has every answer. The runner
+        calls it once per adapter, also after a failed run; the default does nothing."""

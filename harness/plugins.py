@@ -84,12 +84,19 @@ class Registry:
         return table[name]
 
 
+def _same_registration(old: Any, new: Any) -> bool:
+    """Task files are registered as a new ``Path`` each time: two registrations of one file are one task."""
+    if isinstance(old, Path) and isinstance(new, Path):
+        return old.resolve() == new.resolve()
+    return old is new
+
+
 def _add(table: dict[str, Registered], name: str, obj: Any, plugin: str, what: str) -> None:
     if not isinstance(name, str) or not name:
         raise HarnessError(f"plugin {plugin} registered a {what} without a name")
-    if name in table and table[name].obj is not obj:
+    if name in table and not _same_registration(table[name].obj, obj):
         raise HarnessError(f"{what} '{name}' is registered twice: by {table[name].plugin} and by {plugin}")
-    table[name] = Registered(obj, plugin)
+    table.setdefault(name, Registered(obj, plugin))
 
 
 def _subclass(obj: Any, base: Any, plugin: str) -> Any:

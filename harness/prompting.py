@@ -42,6 +42,8 @@ class RenderedInput:
     prompt: str
     messages: tuple[tuple[str, str], ...]
     source: str
+    #: The input before any template or prefix (the source, or the turns joined).
+    input: str = ""
 
 
 def render_input(instance: GenerationInstance, params: Mapping[str, Any]) -> RenderedInput:
@@ -71,4 +73,4 @@ def render_input(instance: GenerationInstance, params: Mapping[str, Any]) -> Ren
         chat_template = params.get("chat_template") or template
         messages.append(("user", str(chat_template).format_map(fields)))
     source = str(params.get("seq2seq_prefix", "")) + text
-    return RenderedInput(prompt=prompt, messages=tuple(messages), source=source)
+    return RenderedInput(prompt=prompt, messages=tuple(messages), source=source, input=text)

@@ -16,10 +16,15 @@ takes the bootstrap options :data:`BOOTSTRAP_OPTIONS`::
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
+import numpy as np
+from numpy.typing import ArrayLike
+
 from harness.options import Option, Options, open_unit_float, positive_int
-from harness.scoring import Scorer
+from harness.scoring import Metric, Scorer
+from harness.stats import bootstrap_metric, mean_metric
 
 #: Arguments every :class:`ArgsScorer` accepts: the bootstrap resamples and the CI level of its metrics.
 BOOTSTRAP_OPTIONS = Options(
@@ -32,7 +37,9 @@ class ArgsScorer(Scorer):
     """A scorer whose keyword arguments are checked against its class's ``options``.
 
     ``self.args`` holds every option's value (converted, defaults filled in); ``n_resamples`` and ``confidence``
-    are also attributes. See the module docstring for how a subclass's ``options`` are merged.
+    are also attributes, and ``self.mean_metric`` / ``self.bootstrap_metric`` apply them, so a scorer that
+    aggregates through these methods honours ``--task-args name.confidence=...`` without passing anything on. See
+    the module docstring for how a subclass's ``options`` are merged.
     """
 
     options: ClassVar[Options] = BOOTSTRAP_OPTIONS
@@ -49,3 +56,26 @@ class ArgsScorer(Scorer):
         super().__init__(**resolved)
         self.n_resamples: int = resolved["n_resamples"]
         self.confidence: float = resolved["confidence"]
+
+    def mean_metric(
+        self, values: Sequence[float] | ArrayLike, higher_is_better: bool | None, rng: np.random.Generator, **kw: Any
+    ) -> Metric:
+        """``harness.stats.mean_metric`` with this scorer's ``n_resamples`` and ``confidence``.
+
+        Why a method: the module-level helper has fixed defaults, so a scorer that calls it without passing its
+        options on would silently ignore ``--task-args name.confidence=0.9``. Calling this one cannot.
+        ``kw`` takes the helper's other arguments (``spread``).
+        """
+        return mean_metric(values, higher_is_better, rng, self.n_resamples, self.confidence, **kw)
+
+    def bootstrap_metric(
+        self,
+        columns: Sequence[ArrayLike],
+        statistic: Callable[..., float],
+        higher_is_better: bool | None,
+        rng: np.random.Generator,
+        **kw: Any,
+    ) -> Metric:
+        """``harness.stats.bootstrap_metric`` with this scorer's ``n_resamples`` and ``confidence`` (see
+        ``mean_metric`` for why)."""
+        return bootstrap_metric(columns, statistic, higher_is_better, rng, self.n_resamples, self.confidence, **kw)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.instances import Instance
-from harness.options import Options
+from harness.options import OptionError, Options
 
 
 class ScorerUnavailable(Exception):
@@ -63,6 +63,15 @@ class Scorer(ABC):
     headline: ClassVar[tuple[str, ...] | None] = None
 
     def __init__(self, **args: Any) -> None:
+        # An argument no option declares would be ignored without a word (``--task-args x.confidence=0.9`` on a
+        # scorer that has no such option): refuse it by name. ``ArgsScorer`` also converts and defaults them.
+        unknown = sorted(set(args) - set(self.options.names()))
+        if unknown:
+            accepted = ", ".join(self.options.names()) or "none"
+            raise OptionError(
+                f"scorer '{self.name}': unknown argument '{unknown[0]}' (accepted: {accepted}; a scorer declares "
+                "its arguments in `options`, docs/plugins.md)"
+            )
         self.args = args
         #: Remarks about this task's metrics for ``results.json`` (``notes``), e.g. why a control is missing.
         self.notes: dict[str, str] = {}

@@ -86,7 +86,8 @@ def validate(raw: Any, file: str, schema: TaskSchema | None = None) -> TaskConfi
             with problems.check():
                 raise TaskConfigError(file, key, "a value (this field is required)")
 
-    task, version = raw.get("task"), raw.get("version")
+    task: Any = raw.get("task")
+    version: Any = raw.get("version")
     if "task" in raw and not (isinstance(task, str) and TASK_NAME_RE.match(task)):
         with problems.check():
             raise TaskConfigError(file, "task", f"a lower-case name matching {TASK_NAME_RE.pattern}, {_got(task)}")
@@ -121,7 +122,7 @@ def validate(raw: Any, file: str, schema: TaskSchema | None = None) -> TaskConfi
         with problems.check():
             raise TaskConfigError(file, "tags", f"a list of strings, {_got(tags)}")
 
-    request = raw.get("request")
+    request: Any = raw.get("request")
     task_kinds = schema.task_kinds()
     request_ok = isinstance(request, str) and request in task_kinds
     if "request" in raw and not request_ok:

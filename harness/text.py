@@ -116,6 +116,41 @@ FAILED = "failed"
 Outcome = tuple[Literal["word", "reject", "open"], str]
 
 
+def rule_word(word: str, mode: str) -> str:
+    """``word`` as the word rule ``mode`` writes it: what every word an adapter returns must already be.
+
+    ``exact`` is ``normalise_word``; ``paper`` is the study's rule (``paper_first_word``), under which the study's
+    failure marker is a word too. Adapters that cut words themselves (an API's word lists, recorded outputs) call
+    this, and the ``sample_words`` and ``word_distribution`` kinds refuse any word that is not its own rule word.
+
+    >>> rule_word("There,", "exact"), rule_word("well-known", "exact"), rule_word("snake_case", "exact")
+    ('there', 'well-known', 'snakecase')
+    >>> rule_word("There,", "paper"), rule_word("snake_case", "paper"), rule_word("failed to generate word", "paper")
+    ('there', 'snake_case', 'failed to generate word')
+    """
+    if mode == "paper":
+        return word if word == PAPER_FAILURE else paper_first_word(word) or ""
+    return normalise_word(word)
+
+
+def word_rule_problem(word: str, mode: str) -> str | None:
+    """Why an adapter's ``word`` cannot be counted under the word rule ``mode``; None when it can.
+
+    Why refuse instead of fixing the word: a word that is not normal (``There,``) would be counted as a word no
+    person wrote, and the run would end with a TVD near 1 and no warning. An adapter that cuts words by its own rule
+    is a bug in the adapter, and the harness says so at the first such word.
+    """
+    expected = rule_word(word, mode)
+    if expected == word:
+        return None
+    if mode == "paper" and word == word.lower() and expected == word.replace("\u0307", ""):
+        # 'İ'.lower() is 'i' with a combining dot (U+0307), which the study's clean-up, run before lower-casing,
+        # never saw: the rule's own words keep it.
+        return None
+    shown = f"'{expected}'" if expected else "no word (count it as rejected 'empty')"
+    return f"the word {word!r} is not written by the task's word rule ({mode}), which gives {shown}"
+
+
 def _paper_word_closed(text: str) -> bool:
     """Whether the study's first word of ``text`` is final: a non-empty piece of ``paper_clean(text)`` is followed
     by a space. The clean-up works character by character, so more text only adds pieces at the end."""

@@ -127,11 +127,6 @@ def test_two_plugins_registering_one_name_from_two_files_are_refused(tmp_path: P
         _collect(pm)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="harness/plugins.py:_add compares registered objects by identity, and each registration of a task file "
-    "is a new Path: the same file registered by two plugins is refused (the change is described in issue 31)",
-)
 def test_the_same_task_file_registered_twice_is_one_task(tmp_path: Path) -> None:
     link = tmp_path / "provo.yaml"
     link.symlink_to(REPO / "tasks" / "provo.yaml")

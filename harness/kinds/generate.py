@@ -102,6 +102,7 @@ class GenerateKind(RequestKind):
             source=rendered.source,
             chat=bool(p["chat"]),
             instance_id=instance.id,
+            input=rendered.input,
         )
 
     def variants(self, config: TaskConfig) -> list[tuple[str, TaskConfig]]:

@@ -2,21 +2,35 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from harness.decoding import DecodingConfig, sampling_temperature
+from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
 from harness.kinds.base import RequestKind, add_counts, add_usage_of
 from harness.options import Option, Options, int_range, one_of, positive_int
 from harness.requests.sample_words import MAX_WORD_TOKENS, SampleWordsRequest, SampleWordsResponse
+from harness.text import word_rule_problem
 
 if TYPE_CHECKING:
+    from harness.models import ModelAdapter
     from harness.scoring import Scorer
     from harness.task_config import TaskConfig
 
 #: Words kept per context and side for the leaderboard's bar charts (the papers show the 15 most probable).
 TOP_WORDS = 15
+
+
+def check_words(adapter: ModelAdapter, kind: str, words: Iterable[str], mode: str) -> None:
+    """Refuse, in one line naming the adapter and the word, the first word the rule ``mode`` does not write so."""
+    for word in words:
+        problem = word_rule_problem(word, mode)
+        if problem:
+            raise HarnessError(
+                f"model {adapter.spec.label} answered a {kind} request with {problem}; an adapter returns words "
+                "through harness.api.rule_word (docs/plugins.md, 'Words')"
+            )
 
 
 def top_shares(counts: dict[str, int], k: int = TOP_WORDS) -> dict[str, float]:
@@ -59,6 +73,10 @@ class SampleWordsKind(RequestKind):
             max_new_tokens=p["max_new_tokens"],
             instance_id=instance.id,
         )
+
+    def check_response(self, adapter: ModelAdapter, request: Any, response: Any) -> None:
+        """Every counted word is already written by the task's word rule (``harness.text.rule_word``)."""
+        check_words(adapter, self.name, response.counts, request.mode)
 
     def summarize(self, summary: dict[str, Any], record: dict[str, Any]) -> None:
         """Samples asked for, token positions evaluated, words listed, API usage, and rejections by reason."""

@@ -30,7 +30,7 @@ from harness.decoding import DecodingConfig, sampling_temperature
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
 from harness.kinds.base import RequestKind, add_counts
-from harness.kinds.sample_words import top_shares
+from harness.kinds.sample_words import check_words, top_shares
 from harness.options import Option, Options, int_range, number_range, positive_int
 from harness.requests.sample_words import MAX_WORD_TOKENS
 from harness.requests.word_distribution import WordDistributionRequest, WordDistributionResponse
@@ -92,6 +92,7 @@ class WordDistributionKind(RequestKind):
         )
 
     def check_response(self, adapter: ModelAdapter, request: Any, response: Any) -> None:
+        check_words(adapter, self.name, [*response.probs, *response.sampled], "exact")
         total = math.fsum(response.probs.values()) + math.fsum(response.rejected.values()) + response.residual
         if not math.isclose(total, 1.0, abs_tol=1e-6):
             raise HarnessError(

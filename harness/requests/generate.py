@@ -33,11 +33,18 @@ class GenerateRequest:
     chat: bool = False
     #: The instance asked about, so an adapter answering from recorded outputs (``replay``) finds its texts by id.
     instance_id: str = ""
+    #: The input as the data gave it, before any template or ``seq2seq_prefix``: the instance's source text, or its
+    #: dialogue turns joined by the task's ``turn_separator``; empty for a request not built from a generation
+    #: instance (a multiple-choice free generation). Not stored: the samples file's ``doc`` holds the input, so
+    #: stored requests stay as they were.
+    input: str = field(default="", compare=False)
 
     kind: ClassVar[str] = "generate"
 
     def to_record(self) -> dict[str, Any]:
-        return asdict(self)
+        record = asdict(self)
+        del record["input"]
+        return record
 
 
 @dataclass

@@ -49,7 +49,6 @@ from harness.options import positive_float as _positive_float
 from harness.scorer_args import ArgsScorer
 from harness.scoring import Metric
 from harness.seeding import metric_rngs
-from harness.stats import mean_metric
 
 CHOICE_RULES: tuple[str, ...] = ("auto", "normalize", "softmax", "argmax")
 #: How ``ll_binomial`` is computed: the harness's (mean target probability) or the follow-up study's (argmax rate).
@@ -376,9 +375,9 @@ class ChoiceScorer(ArgsScorer):
                 if not sub:
                     continue
                 name = f"{system}/acc{suffix}"
-                metrics[name] = mean_metric([v[system]["acc"] for _, v in sub], True, rngs(name))
+                metrics[name] = self.mean_metric([v[system]["acc"] for _, v in sub], True, rngs(name))
                 name = f"{system}/tvd{suffix}"
-                metrics[name] = mean_metric([v[system]["tvd"] for _, v in sub], False, rngs(name))
+                metrics[name] = self.mean_metric([v[system]["tvd"] for _, v in sub], False, rngs(name))
                 argmax = [v[system]["argmax_target"] for _, v in sub] if self.paper else None
                 fit = fit_metrics([h for h, _ in sub], [v[system]["p"] for _, v in sub], self.epsilon, argmax)
                 for key, value in fit.items():

@@ -38,7 +38,6 @@ from harness.options import text as text_value
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
 from harness.scoring import Metric
 from harness.seeding import derive_seed
-from harness.stats import mean_metric
 from scorers.choice.common import ChoiceScorer, ItemHuman, order_count, positive_float, tvd
 
 DEFAULT_CLASSIFIER = "match_similarity"
@@ -224,7 +223,7 @@ class FreeGenerationScorer(ChoiceScorer):
         metrics: dict[str, Metric] = {}
         for group, idx in groups.items():
             name = f"{system}/unclassified" + (f"/{group}" if group else "")
-            metrics[name] = mean_metric([rows[i][1][system]["unclassified"] for i in idx], False, rngs(name))
+            metrics[name] = self.mean_metric([rows[i][1][system]["unclassified"] for i in idx], False, rngs(name))
         return metrics
 
 

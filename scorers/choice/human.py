@@ -28,7 +28,7 @@ from harness.instances import Instance
 from harness.options import Option, Options, positive_int
 from harness.scoring import Metric
 from harness.seeding import metric_rngs
-from harness.stats import mean_metric, split_spread
+from harness.stats import split_spread
 from scorers.choice.common import ChoiceScorer, ItemHuman, binomial_loglik, clip_rate, smooth, tvd
 
 
@@ -92,18 +92,18 @@ class HumanChoiceScorer(ChoiceScorer):
             hs = [h for h in (humans[i] for i in idx) if h is not None]
             for key, name in (("acc", "acc"), ("majority_correct", "majority_acc")):
                 metric = f"human/{name}{suffix}"
-                metrics[metric] = mean_metric([r[key] for r in rows], True, rngs(metric))
+                metrics[metric] = self.mean_metric([r[key] for r in rows], True, rngs(metric))
             chance = [per_instance[i]["chance"] for i in idx]
             for key in ("acc", "tvd"):
                 metric = f"chance/{key}{suffix}"
-                metrics[metric] = mean_metric([c[key] for c in chance], key == "acc", rngs(metric))
+                metrics[metric] = self.mean_metric([c[key] for c in chance], key == "acc", rngs(metric))
             metrics[f"chance/logprob_per_choice{suffix}"] = Metric(
                 sum(c["logprob_sum"] for c in chance) / sum(c["n"] for c in chance), True, n=len(chance)
             )
             n_splits = len(rows[0]["splits"])
             per_split_tvd = [float(np.mean([r["splits"][s]["tvd"] for r in rows])) for s in range(n_splits)]
             metric = f"human/control_tvd{suffix}"
-            metrics[metric] = mean_metric(
+            metrics[metric] = self.mean_metric(
                 [r["control_tvd"] for r in rows], False, rngs(metric), spread=split_spread(per_split_tvd)
             )
             logprob = [

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from harness.api import (
+    ArgsScorer,
     ClozeInstance,
     Instance,
     Metric,
@@ -29,12 +30,10 @@ from harness.api import (
     RequestKind,
     SampleWordsRequest,
     SampleWordsResponse,
-    Scorer,
     boolean,
     hookimpl,
-    mean_metric,
+    normalise_word,
 )
-from harness.text import normalise_word
 
 # --------------------------------------------------------------------------------------------- the request kind
 
@@ -129,14 +128,11 @@ class ContextUnigramAdapter(ModelAdapter):
             responses.append(GuessWordResponse(best))
         return responses
 
-    def close(self) -> None:
-        pass
-
 
 # ------------------------------------------------------------------------------------------------ the scorers
 
 
-class SupportCoverageScorer(Scorer):
+class SupportCoverageScorer(ArgsScorer):
     """Share of human guesses whose word appears among the model's samples (higher is better)."""
 
     name = "support_coverage"
@@ -153,10 +149,11 @@ class SupportCoverageScorer(Scorer):
         values = [v["support_coverage"] for v in per_instance if "support_coverage" in v]
         if not values:
             return {}
-        return {"support_coverage": mean_metric(values, True, rng)}
+        # self.mean_metric applies this scorer's n_resamples and confidence (--task-args NAME.confidence=0.9)
+        return {"support_coverage": self.mean_metric(values, True, rng)}
 
 
-class GuessShareScorer(Scorer):
+class GuessShareScorer(ArgsScorer):
     """Share of the people who guessed the model's word (higher is better): 1 if everyone agreed with it."""
 
     name = "guess_share"
@@ -170,7 +167,7 @@ class GuessShareScorer(Scorer):
 
     def aggregate(self, per_instance: list[dict[str, Any]], rng: np.random.Generator) -> dict[str, Metric]:
         values = [v["guess_share"] for v in per_instance if "guess_share" in v]
-        return {"guess_share": mean_metric(values, True, rng)} if values else {}
+        return {"guess_share": self.mean_metric(values, True, rng)} if values else {}
 
 
 # --------------------------------------------------------------------------------------------------- the hooks
