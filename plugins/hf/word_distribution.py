@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.kinds.word_distribution import (
+from harness.requests.word_distribution import (
     TOP_TOKENS,
     Surface,
     WordDistributionRequest,
