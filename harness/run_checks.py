@@ -1,5 +1,5 @@
-"""Everything about a run that can be wrong before data or a model loads: the options, the task files, the model
-kind, its arguments, and whether it answers what the tasks ask.
+"""Everything about a run that can be wrong before data or a model loads: the options, the task files (with each
+task's own arguments), the model kind, its arguments, and whether it answers what the tasks ask.
 
 Why its own module: a sweep checks every configuration this way before its first model loads, so a typo in the
 fifth model costs a second, not four models' runs.
@@ -21,7 +21,7 @@ def check_run(options: RunOptions, registry: Registry) -> tuple[list[ResolvedTas
     if options.limit is not None and options.limit < 1:
         raise HarnessError(f"--limit: expected a positive integer, got {options.limit}")
     options.executor.check()
-    tasks = resolve_tasks(options.tasks, options.task_args, registry, expand_decoding=options.model is not None)
+    tasks = resolve_run_tasks(options, registry)
     adapter_cls: type[ModelAdapter] | None = None
     if options.model is not None:
         adapter_cls = registry.model(options.model.kind)
@@ -29,6 +29,27 @@ def check_run(options: RunOptions, registry: Registry) -> tuple[list[ResolvedTas
             adapter_cls.options.parse(options.model.args, f"--model-args for {options.model.label}")
         check_model_answers(adapter_cls, options.model, tasks)
     return tasks, adapter_cls
+
+
+def resolve_run_tasks(options: RunOptions, registry: Registry) -> list[ResolvedTask]:
+    """Each task of the run, loaded with its own arguments over the run's (``RunOptions.args_for``); a model run
+    expands a task's decoding variants."""
+    expand = options.model is not None
+    if not options.per_task_args:
+        return resolve_tasks(options.tasks, options.task_args, registry, expand_decoding=expand)
+    stray = sorted(set(options.per_task_args) - set(options.tasks))
+    if stray:
+        raise HarnessError(f"task arguments for '{stray[0]}': not a task of this run ({', '.join(options.tasks)})")
+    resolved = [
+        task
+        for name in options.tasks
+        for task in resolve_tasks([name], options.args_for(name), registry, expand_decoding=expand)
+    ]
+    names = [task.name for task in resolved]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise HarnessError(f"--tasks: task '{twice[0]}' is given twice")
+    return resolved
 
 
 def check_model_answers(adapter_cls: type[ModelAdapter], model: ModelSpec, tasks: list[ResolvedTask]) -> None:

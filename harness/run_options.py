@@ -26,6 +26,9 @@ class RunOptions:
     model: ModelSpec | None
     #: ``--task-args``: applied to every task.
     task_args: Mapping[str, Any] = field(default_factory=dict)
+    #: Task name (as given in ``tasks``) -> its own task arguments, applied over ``task_args`` key by key (a run
+    #: plan's ``tasks: [{name: ..., task_args: {...}}]``).
+    per_task_args: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     limit: int | None = None
     seed: int = 0
     output_dir: Path = Path("runs")
@@ -39,6 +42,10 @@ class RunOptions:
     @property
     def run_dir(self) -> Path:
         return self.output_dir / (self.folder or run_slug(self.model))
+
+    def args_for(self, task: str) -> dict[str, Any]:
+        """The task arguments of ``task`` (a name as given in ``tasks``): its own over the run's, key by key."""
+        return {**self.task_args, **self.per_task_args.get(task, {})}
 
 
 def run_slug(model: ModelSpec | None) -> str:

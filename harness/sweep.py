@@ -10,8 +10,11 @@ others. Each configuration is an ordinary run with its own output folder (``<out
 A plan file::
 
     output_dir: runs/sweep          # default: runs
-    tasks: [wmt14-en-de, asset-valid]   # or "wmt14-en-de,asset-valid"
-    task_args: {n_samples: 10, decoding: [ancestral, top_p=0.9]}   # every task takes them
+    tasks:                          # or [provo, asset-valid], or "provo,asset-valid"
+      - provo
+      - name: asset-valid           # a task with its own task_args, over the plan's (and a model's) key by key
+        task_args: {decoding: [ancestral, top_p=0.9]}
+    task_args: {n_samples: 10}      # every task takes them
     limit: 20                       # optional
     seed: 0
     data_dir: /data                 # optional
@@ -51,6 +54,7 @@ from harness.task_config import load_yaml, yaml_problem
 
 PLAN_KEYS = ("output_dir", "tasks", "task_args", "limit", "seed", "data_dir", "human_only", "models")
 MODEL_KEYS = ("model", "model_args", "device", "batch_size", "task_args", "folder")
+TASK_KEYS = ("name", "task_args")
 
 
 def parse_model(text: str, model_args: str | dict[str, Any] | None, device: str, batch_size: str) -> ModelSpec:
@@ -98,7 +102,7 @@ def read_plan(path: Path, executor: ExecutorOptions) -> list[RunOptions]:
     unknown = sorted(set(plan) - set(PLAN_KEYS))
     if unknown:
         raise HarnessError(f"{where}: unknown field '{unknown[0]}' (known: {', '.join(PLAN_KEYS)})")
-    tasks = _tasks(plan.get("tasks"), f"{where}: field 'tasks'")
+    tasks, per_task_args = _tasks(plan.get("tasks"), where)
     task_args = _mapping(plan.get("task_args"), f"{where}: field 'task_args'")
     limit = plan.get("limit")
     if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
@@ -110,6 +114,7 @@ def read_plan(path: Path, executor: ExecutorOptions) -> list[RunOptions]:
         tasks=tasks,
         model=None,
         task_args=task_args,
+        per_task_args=per_task_args,
         limit=limit,
         seed=seed,
         output_dir=Path(str(plan.get("output_dir", "runs"))),
@@ -151,12 +156,32 @@ def read_plan(path: Path, executor: ExecutorOptions) -> list[RunOptions]:
     return runs
 
 
-def _tasks(value: Any, field: str) -> list[str]:
+def _tasks(value: Any, where: str) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """The plan's task names, and the ``task_args`` of each task listed as ``{name: TASK, task_args: {...}}``."""
     if isinstance(value, str):
         value = value.split(",")
-    if not isinstance(value, list) or not value or not all(isinstance(t, str) and t.strip() for t in value):
-        raise HarnessError(f"{field}: expected a list of task names or YAML files, got {value!r}")
-    return [t.strip() for t in value]
+    if not isinstance(value, list) or not value:
+        raise HarnessError(f"{where}: field 'tasks': expected a list of task names or YAML files, got {value!r}")
+    names: list[str] = []
+    per_task: dict[str, dict[str, Any]] = {}
+    for i, entry in enumerate(value):
+        field = f"{where}: field 'tasks[{i}]'"
+        own: dict[str, Any] = {}
+        name = entry
+        if isinstance(entry, dict):
+            unknown = sorted(set(entry) - set(TASK_KEYS))
+            if unknown:
+                raise HarnessError(f"{field}: unknown field '{unknown[0]}' (known: {', '.join(TASK_KEYS)})")
+            name, own = entry.get("name"), _mapping(entry.get("task_args"), f"{field}.task_args")
+        if not isinstance(name, str) or not name.strip():
+            raise HarnessError(f"{field}: expected a task name or {{name: TASK, task_args: {{...}}}}, got {entry!r}")
+        name = name.strip()
+        if name in names:
+            raise HarnessError(f"{field}: task '{name}' is listed twice")
+        names.append(name)
+        if own:
+            per_task[name] = own
+    return names, per_task
 
 
 def _mapping(value: Any, field: str) -> dict[str, Any]:
