@@ -147,8 +147,8 @@ def word_rule_problem(word: str, mode: str) -> str | None:
         # 'İ'.lower() is 'i' with a combining dot (U+0307), which the study's clean-up, run before lower-casing,
         # never saw: the rule's own words keep it.
         return None
-    shown = f"'{expected}'" if expected else "no word (count it as rejected 'empty')"
-    return f"the word {word!r} is not written by the task's word rule ({mode}), which gives {shown}"
+    shown = f"writes '{expected}'" if expected else "makes no word of (count it as rejected 'empty')"
+    return f"the word {word!r}, which the task's word rule ({mode}) {shown}"
 
 
 def _paper_word_closed(text: str) -> bool:

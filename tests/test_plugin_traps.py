@@ -85,13 +85,16 @@ def test_words_the_rule_writes_are_accepted() -> None:
         (
             {"there": 1, "There,": 1},
             "exact",
-            "model mine:m answered a sample_words request with the word 'There,' is not written by the task's word "
-            "rule (exact), which gives 'there'; an adapter returns words through harness.api.rule_word "
-            "(docs/plugins.md, 'Words')",
+            "model mine:m answered a sample_words request with the word 'There,', which the task's word rule (exact) "
+            "writes 'there'; an adapter returns words through harness.api.rule_word (docs/plugins.md, 'Words')",
         ),
-        ({"snake_case": 1}, "exact", "the word 'snake_case' is not written by the task's word rule (exact), which "),
-        ({"...": 1}, "exact", "which gives no word (count it as rejected 'empty')"),
-        ({"There": 1}, "paper", "the word 'There' is not written by the task's word rule (paper), which gives 'there'"),
+        ({"snake_case": 1}, "exact", "the word 'snake_case', which the task's word rule (exact) writes 'snakecase'"),
+        (
+            {"...": 1},
+            "exact",
+            "the word '...', which the task's word rule (exact) makes no word of (count it as rejected 'empty')",
+        ),
+        ({"There": 1}, "paper", "the word 'There', which the task's word rule (paper) writes 'there'"),
     ],
 )
 def test_words_the_rule_would_change_are_refused_in_one_line(words: dict[str, int], mode: str, message: str) -> None:
@@ -108,7 +111,7 @@ def test_word_distribution_words_are_checked_too() -> None:
     good = WordDistributionResponse(probs={"house": 0.6}, residual=0.4)
     kind.check_response(adapter, request, good)
     bad = WordDistributionResponse(probs={"House.": 0.6}, residual=0.4)
-    with pytest.raises(HarnessError, match="the word 'House.' is not written by the task's word rule"):
+    with pytest.raises(HarnessError, match="the word 'House.', which the task's word rule"):
         kind.check_response(adapter, request, bad)
 
 
