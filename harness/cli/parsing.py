@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 from harness.errors import one_line
 from harness.executors import EXECUTORS, ExecutorOptions
+from harness.executors.base import PLACEMENT_SECONDS
 
 #: First line of the examples block of a ``--help``; every following line that starts with ``  harness `` is one
 #: example command.
@@ -77,6 +78,12 @@ def add_executor_arguments(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--gpus-per-worker", type=float, help="GPUs per worker (default: 1 if the cluster has GPUs)")
     g.add_argument("--max-retries", type=int, default=3, help="times a block is resent after its worker died")
+    g.add_argument(
+        "--placement-timeout",
+        type=float,
+        default=PLACEMENT_SECONDS,
+        help=f"seconds a worker may wait to be placed before the run goes on without it (default {PLACEMENT_SECONDS})",
+    )
 
 
 def executor_options(args: argparse.Namespace) -> ExecutorOptions:
@@ -87,6 +94,7 @@ def executor_options(args: argparse.Namespace) -> ExecutorOptions:
         cpus_per_worker=args.cpus_per_worker,
         gpus_per_worker=args.gpus_per_worker,
         max_retries=args.max_retries,
+        placement_timeout=args.placement_timeout,
     )
 
 
