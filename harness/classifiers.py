@@ -24,8 +24,12 @@ class ClassifyItem:
     case a leading ``3`` in the answer means nothing.
     """
 
+    #: The answer to classify (the free-generation scorer passes the first non-blank line of a sample, stripped).
     text: str
+    #: The item's option texts in their ORIGINAL order (``ChoiceInstance.options``), whatever order the prompt used.
     options: tuple[str, ...]
+    #: ``labels[k]``: the label option ``k`` was shown with (``"3"``, ``"C"``), one per option; None when the
+    #: prompt did not show the options, so a leading ``3`` in the answer means nothing.
     labels: tuple[str, ...] | None = None
 
     def __post_init__(self) -> None:
@@ -43,8 +47,14 @@ class Classification:
     including for answers it left unclassified, so a threshold can be re-examined after the fact.
     """
 
+    #: Index of the chosen option in the item's ``options`` (original order); None: unclassified (counts as no
+    #: choice, and in the ``unclassified`` rate).
     option: int | None
+    #: The evidence, recorded per answer in the samples file: the built-in classifier's are ``label``, ``alias``,
+    #: ``text``, ``similarity`` and ``unclassified``.
     how: str
+    #: The best cosine whenever similarity was computed, also for an answer it left unclassified (so a threshold can
+    #: be re-examined later); None when it was not.
     similarity: float | None = None
 
 

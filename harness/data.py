@@ -28,9 +28,14 @@ OFFLINE_ENV = "HARNESS_OFFLINE"
 class LoadedData:
     """Instances in data-set order, with a hash of the exact files read (recorded in results for comparability)."""
 
+    #: The items, in the data set's order (``--limit N`` keeps the first N): at least one, ids unique, each of the
+    #: instance type the task's request kind reads (``ClozeInstance`` for ``sample_words``, ...).
     instances: list[Instance]
+    #: ``harness.api.hash_files`` of every file read (``sha256:...``): results.json keeps it per task, and
+    #: ``harness score`` refuses to re-score a run whose data now hashes differently.
     data_hash: str
-    #: Human-readable description of what was read (paths, format), for results.json.
+    #: Human-readable description of what was read (paths, format), for results.json. Give ``files`` (the paths
+    #: read) or ``path`` (the folder): the error when no instance was found names them.
     source: dict[str, Any] = field(default_factory=dict)
 
 

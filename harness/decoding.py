@@ -64,16 +64,23 @@ sampling_temperature.type_name = f"{MIN_TEMPERATURE:g} <= number <= {MAX_TEMPERA
 
 @dataclass(frozen=True)
 class DecodingConfig:
-    """How each next token is drawn. All defaults is ancestral (unbiased) sampling from the model's distribution.
+    """How each next token is drawn. With every field at its default: ancestral (unbiased) sampling from the model.
 
     The transformations apply in the order ``generate`` applies them: temperature, then top-k, then nucleus
     (top-p), then locally typical sampling; a value at its default is off (``top_k=0``, ``top_p=1``,
     ``typical_p=1``, ``temperature=1``).
     """
 
+    #: Divides the logits before anything else: from 0.01 to 100; below 1 sharpens, above 1 flattens. There is no
+    #: "0 means greedy": greedy decoding is ``top_k=1``.
     temperature: float = 1.0
+    #: Keep only the ``top_k`` most probable tokens (0 to 1,000,000); 0: off, 1: greedy.
     top_k: int = 0
+    #: Nucleus sampling: keep the fewest most probable tokens whose probabilities add up to at least ``top_p``
+    #: (above 0, at most 1); 1: off.
     top_p: float = 1.0
+    #: Locally typical sampling (Meister et al.; ``transformers``' ``TypicalLogitsWarper``): keep the tokens
+    #: whose surprisal is closest to the entropy until their mass reaches ``typical_p`` (above 0, at most 1); 1: off.
     typical_p: float = 1.0
 
     def __post_init__(self) -> None:

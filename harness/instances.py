@@ -14,6 +14,8 @@ from typing import Any
 class Instance:
     """One evaluation item. ``id`` is stable across runs: it keys the response store used for resuming."""
 
+    #: The item's name, unique within the task (checked after loading) and the same on every run: it keys the stored
+    #: responses (resuming, re-scoring), seeds the item's random stream, and finds a replayed model's outputs.
     id: str
 
     def inputs(self) -> dict[str, Any]:
@@ -30,16 +32,19 @@ class Instance:
 
 @dataclass(frozen=True)
 class ClozeInstance(Instance):
-    """A next-word position: the context before it, the corpus word, and the human guesses with counts.
+    """A next-word position: the context before it, the corpus word, and the human guesses with counts."""
 
-    ``target`` and the keys of ``human_counts`` are normalised with the task's word normaliser;
-    ``target_raw`` keeps the corpus token as printed (with case and punctuation).
-    """
-
+    #: The text before the position, as the corpus prints it: what the model continues (no template is added).
     context: str = ""
+    #: The corpus word at the position, written by the ``exact`` word rule (``harness.api.normalise_word``).
     target: str = ""
+    #: The corpus token as printed, with case and punctuation (``There,``): the gold of the paper-faithful ECE.
     target_raw: str = ""
+    #: Guess (``exact`` rule, never empty) -> how many people gave it. Order matters: the paper-faithful ECE breaks
+    #: ties between top guesses by it (the Provo loader lists the most frequent first, ties by word).
     human_counts: dict[str, int] = field(default_factory=dict)
+    #: Loader-specific extras (Provo: ``text_id``, ``word_num``, raw and dropped response counts), JSON values:
+    #: written as they are to the item's record in ``samples_<task>.jsonl``; no scorer reads them.
     meta: dict[str, Any] = field(default_factory=dict)
 
     def inputs(self) -> dict[str, Any]:
@@ -60,10 +65,20 @@ class GenerationInstance(Instance):
     release's order.
     """
 
+    #: The text the productions answer (a source sentence, a story prompt), before any template; empty for a
+    #: dialogue. The task's ``{source}`` placeholder.
     source: str = ""
+    #: A dialogue's context, earliest turn first, speakers alternating; the model replies to the last. Empty for
+    #: anything else. The task joins them with ``turn_separator`` for ``{source}`` and makes them chat turns.
     turns: tuple[str, ...] = ()
+    #: The human productions (translations, simplifications, stories, replies), in the release's order: what the
+    #: model's samples are compared with.
     references: tuple[str, ...] = ()
+    #: Language code of the productions and of the model's outputs (``en``, ``de``, ``fr``): the variability
+    #: probes pick their spaCy pipeline (tokenizer, tagger) by it.
     language: str = "en"
+    #: Loader-specific extras (WMT'14: ``sentence_number``; DailyDialog++: ``topic``), JSON values: written as they
+    #: are to the item's record in ``samples_<task>.jsonl``; no scorer reads them.
     meta: dict[str, Any] = field(default_factory=dict)
 
     def inputs(self) -> dict[str, Any]:
@@ -84,14 +99,28 @@ class ChoiceInstance(Instance):
     option order, so one instance serves every way of asking.
     """
 
+    #: The group the item belongs to (pragmatics: ``Irony``, ``Humour``, ...): the choice scorers report every
+    #: metric per phenomenon too (``<name>/<phenomenon>``); empty: no per-group metrics.
     phenomenon: str = ""
+    #: The item's number in its release, within its phenomenon (the pragmatics ``id`` is ``<phenomenon>-<item_id>``).
     item_id: int = 0
+    #: The task description a prompt opens with (``{description}`` in the task's templates).
     description: str = ""
+    #: The context together with its question, as shown to participants (``{scenario}``); the prior prompt I0 of
+    #: the prior-corrected scores leaves it out.
     scenario: str = ""
+    #: The option texts in the release's order (option 1 first). Every option index (``target``, ``human_counts``,
+    #: ``Classification.option``, ``OptionProbsResponse.orders``) is a position in this order.
     options: tuple[str, ...] = ()
+    #: The release's finer label of each option (``Correct``, ``IncorrectLiteral``, ...), one per option in the
+    #: same order; written to ``samples_<task>.jsonl``, not read by the scorers.
     option_types: tuple[str, ...] = ()
+    #: Index (from 0) in ``options`` of the intended (e.g. pragmatic) option: what accuracy counts as right.
     target: int = 0
+    #: How many people chose each option: one count per option, in the same order.
     human_counts: tuple[int, ...] = ()
+    #: Loader-specific extras (pragmatics: ``task_code``, ``maxim``, ``label_simple``, ``human_n``), JSON values:
+    #: written as they are to the item's record in ``samples_<task>.jsonl``; no scorer reads them.
     meta: dict[str, Any] = field(default_factory=dict)
 
     def inputs(self) -> dict[str, Any]:

@@ -32,10 +32,18 @@ from harness.requests import (
 class ModelSpec:
     """What the user asked for on the command line: ``--model KIND:NAME --model-args ...``."""
 
+    #: The adapter's registered name, before the colon of ``--model`` (``hf``, ``openai``, ``replay``, ``mock``).
     kind: str
+    #: Everything after the first colon (``smollm2-135m``, a path, an API's model name), for the adapter to
+    #: interpret.
     name: str
+    #: ``--model-args key=value,...`` (or a sweep plan's ``model_args``), values as strings, unchecked: the adapter
+    #: parses them with its ``options`` (``self.options.parse(spec.args, ...)``).
     args: dict[str, str] = field(default_factory=dict)
+    #: ``--device``: ``cpu``, ``cuda`` or ``auto`` (the adapter picks).
     device: str = "auto"
+    #: ``--batch-size``: a positive integer as a string, or ``auto`` (the adapter picks); what a batch is, the adapter
+    #: decides.
     batch_size: str = "auto"
     #: Where an adapter may keep what it must not lose between runs (the API adapter's responses); the runner sets
     #: it to a folder of the run's output directory.

@@ -32,11 +32,19 @@ class ScorerUnavailable(Exception):
 class Metric:
     """An aggregated metric. ``higher_is_better`` is None for descriptive quantities (e.g. entropy)."""
 
+    #: The metric's value; NaN when no instance had a value (then ``n`` is 0).
     value: float
+    #: Which direction is better (results.json and the leaderboard show it); None for a descriptive quantity.
     higher_is_better: bool | None
+    #: Low end of the bootstrap confidence interval at the scorer's ``confidence`` (default 0.95); ``value`` for a
+    #: single instance, None where no interval was computed (results.json then has no ``ci``).
     ci_low: float | None = None
+    #: High end of that interval, None exactly when ``ci_low`` is.
     ci_high: float | None = None
+    #: Standard error: of the mean (``mean_metric``), or the standard deviation of the bootstrap statistics
+    #: (``bootstrap_metric``); 0 when every value is equal, None for a single instance or where none was computed.
     stderr: float | None = None
+    #: How many instances (values) the metric is computed over.
     n: int = 0
     #: Spread across resampled human splits, where the metric is itself an average over splits.
     spread: float | None = None

@@ -39,9 +39,10 @@ def test_every_field_says_what_it_means(cls: type) -> None:
 
 def test_a_field_comment_and_the_block_replacement_work_on_a_small_case() -> None:
     class_comments = field_comments(api.LoadedData)
-    assert class_comments == {
-        "source": "Human-readable description of what was read (paths, format), for results.json."
-    }
+    assert sorted(class_comments) == ["data_hash", "instances", "source"]
+    # A comment of two lines is joined into one.
+    assert class_comments["source"].startswith("Human-readable description of what was read (paths, format), for ")
+    assert "\n" not in class_comments["source"] and "#:" not in class_comments["source"]
     page = f"intro\n{BEGIN}\nold\n{END}\nafter\n"
     assert replace_block(page, f"{BEGIN}\nnew\n{END}") == f"intro\n{BEGIN}\nnew\n{END}\nafter\n"
     with pytest.raises(ValueError, match="no generated block"):

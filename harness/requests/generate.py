@@ -22,16 +22,29 @@ class GenerateRequest:
     ``max_new_tokens`` tokens.
     """
 
+    #: The text a causal LM continues: the task's prompt template filled in with the input.
     prompt: str
+    #: How many independent samples to draw; the response must hold exactly ``n`` texts.
     n: int
+    #: The instance's own seed (from the run seed, the task and the instance id): draw every random number of the
+    #: answer from it, so a resumed run, or other requests in the same batch, change nothing.
     seed: int
+    #: How each next token is drawn (temperature, top-k, top-p, typical-p); the default is ancestral sampling.
     decoding: DecodingConfig = field(default_factory=DecodingConfig)
+    #: The most tokens one sample may take; a sample cut here ends with reason ``length``.
     max_new_tokens: int = 100
+    #: Strings that end a sample: the first one found is cut off with what follows it (reason ``stop``).
     stop: tuple[str, ...] = ()
+    #: The input as chat turns, ``(role, text)`` with role ``system``, ``user`` or ``assistant``, the last one the
+    #: user's: what a chat model reads when ``chat`` is true.
     messages: tuple[tuple[str, str], ...] = ()
+    #: The encoder input of a sequence-to-sequence model (``seq2seq_prefix`` included); empty: use ``prompt``.
     source: str = ""
+    #: The task's ``chat`` setting: render ``messages`` with the model's chat template instead of continuing
+    #: ``prompt`` (a chat-only API reads ``messages`` either way).
     chat: bool = False
-    #: The instance asked about, so an adapter answering from recorded outputs (``replay``) finds its texts by id.
+    #: The instance asked about, so an adapter answering from recorded outputs (``replay``) finds its texts by id;
+    #: empty in a multiple-choice bundle.
     instance_id: str = ""
     #: The input as the data gave it, before any template or ``seq2seq_prefix``: the instance's source text, or its
     #: dialogue turns joined by the task's ``turn_separator``; empty for a request not built from a generation
@@ -52,12 +65,19 @@ class GenerateResponse:
     """The ``n`` samples, in the order drawn, with why each ended and how many tokens it took (stop string and
     end-of-sequence token included)."""
 
+    #: The samples, ``n`` of them in the order drawn: the generated text only (not the prompt), as decoded, a
+    #: stop string cut off with what follows it.
     texts: list[str]
+    #: Why each sample ended, one per text: ``eos`` (end-of-sequence), ``stop`` (a stop string) or ``length``
+    #: (``max_new_tokens`` reached).
     finish_reasons: list[str]
+    #: Tokens each sample took, one per text (stop string and end-of-sequence token included); 0 where unknown
+    #: (replayed texts).
     n_tokens: list[int]
     #: Token positions the model evaluated to answer (prompt once, plus each sample's tokens): the cost measure.
     tokens_evaluated: int = 0
-    #: API requests and tokens billed for this answer (API adapters only).
+    #: API usage billed for this answer, ``{"requests", "prompt_tokens", "completion_tokens"}``; None for models
+    #: that are not an API.
     usage: dict[str, int] | None = None
 
     def to_record(self) -> dict[str, Any]:

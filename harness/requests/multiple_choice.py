@@ -11,8 +11,12 @@ from typing import Any, ClassVar
 class MultipleChoiceRequest:
     """Every request one item needs, keyed ``"<scorer>:<key>"`` (each scorer builds its own)."""
 
+    #: ``"<scorer>:<key>"`` -> a request of another kind (``loglikelihood``, ``next_token``, ``similarity``,
+    #: ``generate``, ``option_probs``) that the scorer's ``requests`` built. The kind asks each distinct request once,
+    #: through the adapter's method for its kind: no adapter is handed the bundle itself.
     requests: dict[str, Any]
-    #: The item asked about (an adapter answering from recorded outputs looks answers up by id).
+    #: The item asked about (``ChoiceInstance.id``), stored with the bundle; a request that needs it carries its own
+    #: (``OptionProbsRequest.instance_id``).
     instance_id: str = ""
 
     kind: ClassVar[str] = "multiple_choice"
@@ -25,6 +29,8 @@ class MultipleChoiceRequest:
 class MultipleChoiceResponse:
     """The answers to a bundle, under the bundle's keys (``"<scorer>:<key>"``)."""
 
+    #: ``"<scorer>:<key>"`` -> the response to the bundle's request under that key, filled in by the kind; a scorer
+    #: reads its own through ``scoped(name)``, under the keys it used.
     responses: dict[str, Any]
 
     def scoped(self, scorer: str) -> dict[str, Any]:

@@ -10,7 +10,9 @@ from typing import Any, ClassVar
 class OptionProbsRequest:
     """The distribution a system reported over ``options`` (the instance's options, in its order)."""
 
+    #: The item (``ChoiceInstance.id``): the only key to its recorded distribution, as no model computes one.
     instance_id: str
+    #: The item's option texts in its own order, for the adapter to check that the recording is of this item.
     options: tuple[str, ...]
 
     kind: ClassVar[str] = "option_probs"
@@ -23,7 +25,10 @@ class OptionProbsRequest:
 class OptionProbsResponse:
     """One probability per option for each option order the source asked in, in the instance's option order."""
 
+    #: At least one distribution, one per option order the source asked in, each mapped back to the instance's
+    #: option order (one probability per option): non-negative, not all 0; the scorer renormalises them.
     orders: list[list[float]]
+    #: API requests and tokens billed (API adapters); the multiple-choice record keeps it per item, not per answer.
     usage: dict[str, int] | None = field(default=None, compare=False)
 
     @property

@@ -24,12 +24,21 @@ class SampleWordsRequest:
     sharpened or flattened, never greedily.
     """
 
+    #: The text the model continues (``ClozeInstance.context`` as it is: no template, no added whitespace).
     context: str
+    #: How many independent samples to draw; the response accounts for every one (a word or a rejection).
     n: int
+    #: The instance's own seed (from the run seed, the task and the instance id): draw every random number of the
+    #: answer from it, so a resumed run, or other requests in the same batch, change nothing.
     seed: int
+    #: Softmax temperature, from 0.01 to 100 (1: the model's own distribution); words have no top-k or top-p.
     temperature: float = 1.0
+    #: The word rule, ``exact`` (a sample's first complete word: whitespace or end-of-sequence follows it) or
+    #: ``paper`` (the study's: the first word of the sample, even if cut off); see ``WordMode``. Every counted word
+    #: must be ``harness.api.rule_word(word, mode)``.
     mode: WordMode = "exact"
-    #: Tokens a sample may use before it is rejected as truncated (``exact``) or cut off (``paper``: 5).
+    #: Tokens a sample may use: an ``exact`` sample with no complete word by then is rejected as truncated; a
+    #: ``paper`` sample is cut off there (the study used 5).
     max_new_tokens: int = 32
     #: The instance asked about: contexts repeat ("There", "The"), so an adapter that answers from recorded
     #: outputs (``replay``) looks answers up by id, never by context.
@@ -50,18 +59,21 @@ class SampleWordsRequest:
 
 @dataclass
 class SampleWordsResponse:
-    """Word counts from ``n_requested`` samples; rejected samples are counted by reason, never dropped silently.
+    """Word counts from ``n_requested`` samples; rejected samples are counted by reason, never dropped silently."""
 
-    Reasons: ``"empty"`` (the sample ended before any word), ``"truncated"`` (no complete word within
-    ``max_new_tokens``). ``sum(counts.values()) + sum(rejected.values()) == n_requested``.
-    """
-
+    #: Word (written by the request's word rule, never empty) -> how many samples gave it; any order.
     counts: dict[str, int]
+    #: The samples this answer accounts for, the request's ``n`` (a replayed file: as many as it recorded):
+    #: ``sum(counts.values()) + sum(rejected.values()) == n_requested``.
     n_requested: int
+    #: Reason -> how many samples gave no word: ``empty`` (the sample ended before any word), ``truncated`` (no
+    #: complete word within ``max_new_tokens``), ``missing`` (a word list came up short), ``failed`` (a recorded
+    #: source's own marker of a sample without a word). Empty: every sample gave a word.
     rejected: dict[str, int] = field(default_factory=dict)
     #: Token positions the model evaluated to answer (context included): the cost the benchmark compares.
     tokens_evaluated: int = 0
-    #: API requests and tokens billed for this answer (API adapters only; see ``harness.results.usage_summary``).
+    #: API usage billed for this answer, ``{"requests", "prompt_tokens", "completion_tokens"}``; None for models
+    #: that are not an API. Summed into results.json's ``responses``.
     usage: dict[str, int] | None = None
     #: Words the model listed when asked for all ``n`` in one reply (``cloze=list``): more than ``n`` are cut,
     #: fewer show up as ``rejected["missing"]``.

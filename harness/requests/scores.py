@@ -16,7 +16,10 @@ class LoglikelihoodRequest:
     on which context it follows and a context shared by several queries is encoded (and run) once.
     """
 
+    #: The text conditioned on (a prompt). Whitespace at its end moves to the start of the continuation; the two are
+    #: encoded separately and their token ids concatenated (lm-evaluation-harness's rule).
     context: str
+    #: The text scored, token by token (an option as ``" " + text``, a rating phrase).
     continuation: str
 
     kind: ClassVar[str] = "loglikelihood"
@@ -29,7 +32,10 @@ class LoglikelihoodRequest:
 class LoglikelihoodResponse:
     """Natural-log probabilities of the continuation's tokens, in order, with the tokens as decoded strings."""
 
+    #: Natural log of P(token | context, earlier continuation tokens) for each continuation token, in order; at
+    #: least one. ``total`` is their sum.
     token_logprobs: list[float]
+    #: The continuation's tokens as decoded strings, one per log-probability.
     tokens: list[str]
     #: API requests and tokens billed (API adapters); the multiple-choice record keeps it per item, not per answer.
     usage: dict[str, int] | None = field(default=None, compare=False)
@@ -58,7 +64,9 @@ class NextTokenRequest:
     (``top_logprobs`` of an API) must refuse candidates longer than one token rather than score their first token.
     """
 
+    #: The prompt, ending in the answer cue (``...Answer:``).
     context: str
+    #: The labels as continuations (``" 1"``, ``" 2"``), tokenised like a ``LoglikelihoodRequest`` continuation.
     candidates: tuple[str, ...]
 
     kind: ClassVar[str] = "next_token"
@@ -69,9 +77,16 @@ class NextTokenRequest:
 
 @dataclass
 class NextTokenResponse:
+    """One log-probability per candidate, in the request's order, with how the candidate was tokenised."""
+
+    #: Natural log of P(candidate | context), over all of the candidate's tokens.
     logprobs: list[float]
+    #: Each candidate's first token, as decoded text.
     tokens: list[str]
+    #: How many tokens each candidate took; above 1, the ``mcq_label`` scorer notes that labels are split. An adapter
+    #: that only sees next-token log-probabilities must refuse such a candidate instead of scoring its first token.
     n_tokens: list[int]
+    #: API requests and tokens billed (API adapters); the multiple-choice record keeps it per item, not per answer.
     usage: dict[str, int] | None = field(default=None, compare=False)
 
     def to_record(self) -> dict[str, Any]:
@@ -100,7 +115,11 @@ class SimilarityRequest:
     reads the option conditioned on the prompt.
     """
 
+    #: The text the options are compared with (the built-in scorer: the item's prompt, options not shown). A causal
+    #: LM represents each text by its last layer's state at its last token, the text run on its own.
     prompt: str
+    #: The option texts, in the instance's order. An encoder-decoder model represents the prompt by the encoder's
+    #: last-token state and an option by the decoder's last state when it reads the option after the prompt.
     options: tuple[str, ...]
 
     kind: ClassVar[str] = "similarity"
@@ -111,7 +130,11 @@ class SimilarityRequest:
 
 @dataclass
 class SimilarityResponse:
+    """The cosine similarity of the prompt's representation with each option's."""
+
+    #: One cosine (from -1 to 1) per option, in the request's order.
     cosines: list[float]
+    #: API requests and tokens billed (API adapters); the multiple-choice record keeps it per item, not per answer.
     usage: dict[str, int] | None = field(default=None, compare=False)
 
     def to_record(self) -> dict[str, Any]:

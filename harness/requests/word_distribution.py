@@ -21,14 +21,26 @@ class WordDistributionRequest:
     """The exact next-word distribution after ``context`` up to ``epsilon`` unresolved mass (or ``max_expansions``
     trie nodes run through the model, whichever comes first), plus the surface probabilities of ``words``."""
 
+    #: The text the model continues (``ClozeInstance.context`` as it is).
     context: str
+    #: Words (``exact`` rule, sorted) whose ``Surface`` the response must give; the kind asks for the human guesses
+    #: and the corpus word.
     words: tuple[str, ...] = ()
+    #: Stop once the unresolved mass (the response's ``residual``) is at most this; from 0 (inclusive) to 1.
     epsilon: float = 0.05
+    #: The most trie nodes (token prefixes) run through the model for this context; the search may stop here with a
+    #: residual above ``epsilon``.
     max_expansions: int = 20000
+    #: Words also drawn by the ordinary sampler (``sample_request()``), reported in ``sampled``; 0: none.
     n_samples: int = 0
+    #: The instance's own seed, for those samples (the same as a ``sample_words`` request of the instance gets).
     seed: int = 0
+    #: Softmax temperature (> 0) of every next-token distribution the answer uses: search, greedy word, surface
+    #: probabilities, top tokens and samples.
     temperature: float = 1.0
+    #: Tokens a word may take: mass still without a complete word after this many counts as ``truncated``.
     max_new_tokens: int = 32
+    #: The instance asked about (``ClozeInstance.id``), for an adapter answering from recorded outputs.
     instance_id: str = ""
 
     kind: ClassVar[str] = "word_distribution"
@@ -64,9 +76,15 @@ class Surface:
     """One word's canonical spelling: log P(its tokens), log P(a word ends after them), its first token and that
     token's probability as the context's next token."""
 
+    #: Natural log of P(the spelling's tokens | context); the spelling is ``" " + word`` after a context that does
+    #: not end in whitespace, else ``word``. ``-inf`` if a token has probability 0.
     logprob: float
+    #: Natural log of P(a word ends after those tokens): the mass of next tokens that start with whitespace or end
+    #: the sequence.
     end_logprob: float
+    #: The spelling's first token, as decoded text (``" The"``); comparable with ``top_tokens``' tokens.
     first_token: str
+    #: That token's probability (not its log) as the context's next token.
     first_token_prob: float
 
     @property
@@ -96,20 +114,31 @@ class Surface:
 class WordDistributionResponse:
     """Word masses found by the search (unconditional: ``sum(probs) + sum(rejected) + residual == 1``).
 
-    ``rejected`` holds the mass of sequences that end without a word (``empty``) or run past ``max_new_tokens``
-    (``truncated``); ``residual`` the mass the search left unresolved. A word's true probability lies in
-    ``[probs[w], probs[w] + residual]``.
+    A word's true probability lies in ``[probs[w], probs[w] + residual]``.
     """
 
+    #: Word (``exact`` rule) -> the unconditional probability mass the search found for it: a lower bound.
     probs: dict[str, float]
+    #: The mass the search left unresolved (at most ``epsilon`` unless ``max_expansions`` stopped it), so each word's
+    #: true probability is at most this much above ``probs[w]``. ``sum(probs) + sum(rejected) + residual == 1``.
     residual: float
+    #: Reason -> mass of sequences without a word: ``empty`` (the sequence ends first), ``truncated`` (no complete
+    #: word within ``max_new_tokens``).
     rejected: dict[str, float] = field(default_factory=dict)
+    #: Word -> its canonical spelling scored: every word of the request's ``words`` (checked), and, in the built-in
+    #: adapters, every sampled word and the greedy word (the biased estimator reads them).
     surface: dict[str, Surface] = field(default_factory=dict)
+    #: The ``TOP_TOKENS`` (10) most probable next tokens after the context, most probable first, as
+    #: ``(token text, probability)``.
     top_tokens: list[tuple[str, float]] = field(default_factory=list)
+    #: The word greedy token-by-token decoding gives; None if it ends without one.
     greedy: str | None = None
+    #: Word -> count of the request's ``n_samples`` sampled words (rejected samples are not counted, so the sum may
+    #: be less); empty when none were asked for.
     sampled: dict[str, int] = field(default_factory=dict)
-    #: Trie nodes run through the model, and token positions evaluated (context included).
+    #: Trie nodes run through the model.
     expansions: int = 0
+    #: Token positions the model evaluated to answer (context included): the cost the benchmark compares.
     tokens_evaluated: int = 0
 
     @property
