@@ -61,6 +61,11 @@ GROUPS: tuple[tuple[str, str, tuple[type[Any], ...]], ...] = (
         "What an adapter is built with, what a scorer's `aggregate` returns, and what a classifier reads and returns.",
         (api.ModelSpec, api.Metric, api.ClassifyItem, api.Classification),
     ),
+    (
+        "Kind and option types",
+        "What a request kind's `needs` returns, and one declared option of a kind, scorer, adapter or loader.",
+        (api.Need, api.Option),
+    ),
 )
 
 _FIELD_LINE = re.compile(r"^(\s+)(\w+)\s*:")

@@ -6,7 +6,6 @@ needs a kind the adapter cannot answer fails before any work is done.
 
 from __future__ import annotations
 
-from abc import ABC
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +53,7 @@ class ModelSpec:
         return f"{self.kind}:{self.name}"
 
 
-class ModelAdapter(ABC):
+class ModelAdapter:
     """Base class for model adapters registered through the ``register_models`` hook."""
 
     #: Request kinds this adapter answers (see ``harness.kinds``). Each kind is answered through one batched

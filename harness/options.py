@@ -234,9 +234,14 @@ class Option:
     """One option: ``convert`` turns a given value into the value used (or raises ValueError saying what it
     expected); ``default`` is used when the option is not given, as is (it is not converted)."""
 
+    #: The key a task file, ``--task-args``, ``--model-args`` or a scorer's ``args`` gives it by.
     name: str
+    #: Turns a given value (a YAML value, or a string from the command line) into the value used, or raises
+    #: ``ValueError`` saying what it expected: ``positive_int``, ``boolean``, ``one_of("a", "b")``, ...
     convert: Callable[[Any], Any]
+    #: The value used when the option is not given, as it is (never converted).
     default: Any
+    #: One line for ``harness ls ... --options``.
     help: str = ""
     #: Shown instead of the converter's name in ``--options`` listings (``int``, ``0 < x <= 1``).
     type: str = ""

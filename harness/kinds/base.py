@@ -33,7 +33,9 @@ if TYPE_CHECKING:
 class Need:
     """A request kind a task needs the model to answer, and who needs it (for the refusal message)."""
 
+    #: The request kind's name (``loglikelihood``), checked against the adapter's ``supported_requests``.
     kind: str
+    #: Who needs it, for the refusal message (``scorer 'mcq_string' of task pragmatics-mcq``).
     needed_by: str
     #: What the user can do about a refusal, appended to the message.
     hint: str = ""
