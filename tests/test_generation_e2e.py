@@ -15,6 +15,7 @@ from harness.results import strip_volatile
 from harness.run_options import RunOptions
 from harness.runner import run
 from tests.helpers import REPO, samples_of, shared_data_dir, source_of
+from tests.snapshot import value_differences
 
 #: The model runs: the mock (fast) and the real SmolLM2 (slow).
 MODELS = [
@@ -156,7 +157,9 @@ def test_model_run_with_a_decoding_sweep_is_deterministic_and_resumes_without_th
     human = human_only("asset-test", data, tmp_path / "h", limit=4)
     for task in results["metrics"]:
         for name in ("unigram_h_mean", "cosine_control_w1", "pos_bigram_paper_control_w1"):
-            assert results["metrics"][task][name] == human["metrics"]["asset-test"][name]
+            # Equal up to the last bits: the human-only run embeds its texts in other batches (float32 kernels).
+            got, want = results["metrics"][task][name], human["metrics"]["asset-test"][name]
+            assert value_differences({name: got}, {name: want}) == []
 
 
 #: Every generation task, on its real data where present (WritingPrompts only exists as a fixture here).
