@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from harness.requests.word_distribution import WordDistributionRequest  # noqa: E402
 from harness.requests import LoglikelihoodRequest  # noqa: E402
+from harness.requests.word_distribution import WordDistributionRequest  # noqa: E402
 from plugins.hf.loading import load_hf_model  # noqa: E402
 from plugins.hf.query_scoring import QueryScorer  # noqa: E402
 from plugins.hf.word_distribution import ExactWordSearch  # noqa: E402

@@ -28,10 +28,10 @@ from typing import Any, ClassVar
 from harness.data import resolve_data_dir
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance, Instance
-from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
 from harness.models import ModelAdapter, ModelSpec
 from harness.options import Option, Options, one_of, optional, text
 from harness.requests import GenerateRequest, GenerateResponse, SampleWordsRequest, SampleWordsResponse
+from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
 from harness.text import final_word, parse_word_list, recorded_word
 from plugins.replay.formats import FORMATS, read_outputs
 from plugins.replay.outputs import RecordedChoices, RecordedEntry, RecordedOutputs
