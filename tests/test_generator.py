@@ -554,10 +554,13 @@ def test_packed_prompt_encoding_equals_each_prompt_alone(smollm2: Any) -> None:
         assert a.length == b.length == len(prompts[i])
         assert packed_logits[i].shape == alone_logits[i].shape == (1, smollm2.model.config.vocab_size)
         pairs = [*zip(a.keys, b.keys, strict=True), *zip(a.values, b.values, strict=True)]
-        pairs.append((packed_logits[i], alone_logits[i]))
         for x, y in pairs:
             torch.testing.assert_close(x, y, rtol=1e-4, atol=1e-4)
-            if smollm2.device.type == "cpu" and i in (0, 4):
+        # Logits are tens in size and pass through 30 layers: a CPU without AVX2 (ATEN_CPU_CAPABILITY=default)
+        # moves a few of them by 1.3e-4 for the short prompts; 1e-3 is still a factor of 1.001 in probability.
+        torch.testing.assert_close(packed_logits[i], alone_logits[i], rtol=1e-4, atol=1e-3)
+        if smollm2.device.type == "cpu" and i in (0, 4):
+            for x, y in [*pairs, (packed_logits[i], alone_logits[i])]:
                 assert torch.equal(x, y)
 
 
