@@ -105,7 +105,7 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def _own_comments(cls: type[Any]) -> dict[str, str]:
+def field_meanings(cls: type[Any]) -> dict[str, str]:
     """Field comments of ``cls`` and of its dataclass bases (an instance type inherits ``id``)."""
     comments: dict[str, str] = {}
     for base in reversed(cls.__mro__):
@@ -122,7 +122,7 @@ def describe(cls: type[Any]) -> str:
         out[-1] += f" Request kind: `{kind}`."
     fields = dataclasses.fields(cls)
     if fields:
-        comments = _own_comments(cls)
+        comments = field_meanings(cls)
         out += ["", "| field | type | default | meaning |", "|---|---|---|---|"]
         for field in fields:
             meaning = comments.get(field.name, "")

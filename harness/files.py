@@ -26,6 +26,14 @@ class WriteError(HarnessError):
         super().__init__(f"{path}: cannot write ({exc.strerror or exc})")
 
 
+def same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (through links and relative parts); by resolved path when either is gone."""
+    try:
+        return a.samefile(b)
+    except OSError:
+        return a.resolve() == b.resolve()
+
+
 def read_bytes(path: Path, what: str = "file", max_bytes: int | None = None) -> bytes:
     """The bytes of ``path``. A folder, a missing or unreadable file, or one larger than ``max_bytes`` is a one-line
     ``HarnessError`` naming the path; ``what`` says what it should have been ("task file", "data file")."""

@@ -19,6 +19,7 @@ from harness import hookspecs
 from harness.classifiers import AnswerClassifier
 from harness.data import Loader
 from harness.errors import HarnessError
+from harness.files import same_file
 from harness.kinds.base import RequestKind
 from harness.models import ModelAdapter
 from harness.scoring import Scorer
@@ -87,7 +88,7 @@ class Registry:
 def _same_registration(old: Any, new: Any) -> bool:
     """Task files are registered as a new ``Path`` each time: two registrations of one file are one task."""
     if isinstance(old, Path) and isinstance(new, Path):
-        return old.resolve() == new.resolve()
+        return same_file(old, new)
     return old is new
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TaskConfigError
+from harness.files import same_file
 from harness.kinds.base import RequestKind
 from harness.plugins import Registry
 from harness.scoring import Scorer
@@ -54,13 +55,6 @@ def task_path(name_or_path: str, registry: Registry) -> Path:
     return path
 
 
-def _same_file(a: Path, b: Path) -> bool:
-    try:
-        return a.samefile(b)
-    except OSError:
-        return a.resolve() == b.resolve()
-
-
 def check_registered_name(config: TaskConfig, given: str, registry: Registry, argument: str = "--tasks") -> None:
     """A task file given by path may not reuse the name of a registered task from another file.
 
@@ -71,7 +65,7 @@ def check_registered_name(config: TaskConfig, given: str, registry: Registry, ar
     if given in registry.tasks or registered is None:
         return
     theirs = Path(str(registered.obj))
-    if _same_file(theirs, Path(given)):
+    if same_file(theirs, Path(given)):
         return
     raise HarnessError(
         f"{argument}: {given} declares task '{config.task}', the name of the task {theirs} registered by plugin "

@@ -47,10 +47,15 @@ class TaskSchema(Protocol):
 
 
 class _Problems:
-    """The problems found in one file; ``check()`` blocks record a ``TaskConfigError`` and go on."""
+    """The problems found in one file: ``add`` records one, and a ``check()`` block records what the code inside
+    it raises and goes on."""
 
-    def __init__(self) -> None:
+    def __init__(self, file: str) -> None:
+        self.file = file
         self.errors: list[TaskConfigError] = []
+
+    def add(self, field: str, expected: str) -> None:
+        self.errors.append(TaskConfigError(self.file, field, expected))
 
     @contextmanager
     def check(self) -> Iterator[None]:
@@ -74,60 +79,49 @@ def validate(raw: Any, file: str, schema: TaskSchema | None = None) -> TaskConfi
     schema = get_registry() if schema is None else schema
     if not isinstance(raw, dict):
         raise TaskConfigError(file, "<document>", f"a mapping of task fields, {_got(raw)}")
-    problems = _Problems()
+    problems = _Problems(file)
     for key in raw:
         if key not in TOP_LEVEL_FIELDS:
-            with problems.check():
-                raise TaskConfigError(
-                    file, _field(key), f"no such field; allowed fields are {', '.join(TOP_LEVEL_FIELDS)}"
-                )
+            problems.add(_field(key), f"no such field; allowed fields are {', '.join(TOP_LEVEL_FIELDS)}")
     for key in REQUIRED_FIELDS:
         if key not in raw:
-            with problems.check():
-                raise TaskConfigError(file, key, "a value (this field is required)")
+            problems.add(key, "a value (this field is required)")
 
     task: Any = raw.get("task")
     version: Any = raw.get("version")
     if "task" in raw and not (isinstance(task, str) and TASK_NAME_RE.match(task)):
-        with problems.check():
-            raise TaskConfigError(file, "task", f"a lower-case name matching {TASK_NAME_RE.pattern}, {_got(task)}")
+        problems.add("task", f"a lower-case name matching {TASK_NAME_RE.pattern}, {_got(task)}")
     if "version" in raw and (
         not isinstance(version, int) or isinstance(version, bool) or not 0 <= version <= MAX_VERSION
     ):
-        with problems.check():
-            raise TaskConfigError(file, "version", f"a non-negative integer (at most {MAX_VERSION}), {_got(version)}")
+        problems.add("version", f"a non-negative integer (at most {MAX_VERSION}), {_got(version)}")
     loader_ok = "loader" in raw
     for key in ("loader", "description"):
         if key in raw and not isinstance(raw[key], str):
             loader_ok = loader_ok and key != "loader"
-            with problems.check():
-                raise TaskConfigError(file, key, f"a string, {_got(raw[key])}")
+            problems.add(key, f"a string, {_got(raw[key])}")
     if loader_ok and len(raw["loader"]) > MAX_NAME:
         loader_ok = False
-        with problems.check():
-            raise TaskConfigError(
-                file, "loader", f"a loader name (at most {MAX_NAME} characters), {_got(raw['loader'])}"
-            )
+        problems.add("loader", f"a loader name (at most {MAX_NAME} characters), {_got(raw['loader'])}")
     data = {} if raw.get("data") is None else raw["data"]
     data_ok = isinstance(data, dict)
-    with problems.check():
-        if not isinstance(data, dict):
-            raise TaskConfigError(file, "data", f"a mapping of loader options, {_got(data)}")
+    if not isinstance(data, dict):
+        problems.add("data", f"a mapping of loader options, {_got(data)}")
+    else:
         for key in data:
             if not isinstance(key, str):
                 data_ok = False
-                raise TaskConfigError(file, f"data.{_field(key)}", "an option name (a string)")
+                problems.add(f"data.{_field(key)}", "an option name (a string)")
+                break
     tags = [] if raw.get("tags") is None else raw["tags"]
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        with problems.check():
-            raise TaskConfigError(file, "tags", f"a list of strings, {_got(tags)}")
+        problems.add("tags", f"a list of strings, {_got(tags)}")
 
     request: Any = raw.get("request")
     task_kinds = schema.task_kinds()
     request_ok = isinstance(request, str) and request in task_kinds
     if "request" in raw and not request_ok:
-        with problems.check():
-            raise TaskConfigError(file, "request", f"one of {', '.join(task_kinds)}, {_got(request)}")
+        problems.add("request", f"one of {', '.join(task_kinds)}, {_got(request)}")
     if loader_ok and data_ok:
         with problems.check():
             _check_loader_options(schema, raw["loader"], data, file)
@@ -171,13 +165,10 @@ def _validate_params(params: Any, options: Options, file: str) -> dict[str, Any]
     """The request parameters, checked by the request kind's options, defaults filled in, sorted by name."""
     if not isinstance(params, dict):
         raise TaskConfigError(file, "params", f"a mapping of request parameters, {_got(params)}")
-    problems = _Problems()
+    problems = _Problems(file)
     for key in params:
         if key not in options:
-            with problems.check():
-                raise TaskConfigError(
-                    file, f"params.{_field(key)}", f"no such parameter; known: {', '.join(options.names())}"
-                )
+            problems.add(f"params.{_field(key)}", f"no such parameter; known: {', '.join(options.names())}")
     out: dict[str, Any] = {}
     for option in options:
         if option.name not in params:
@@ -190,7 +181,7 @@ def _validate_params(params: Any, options: Options, file: str) -> dict[str, Any]
             value = params[option.name]
             if detail.endswith(f"got {shorten_repr(value)}"):
                 detail += f" ({type(value).__name__})"
-            problems.errors.append(TaskConfigError(file, f"params.{option.name}", detail))
+            problems.add(f"params.{option.name}", detail)
     problems.raise_any()
     return dict(sorted(out.items()))
 
@@ -198,22 +189,18 @@ def _validate_params(params: Any, options: Options, file: str) -> dict[str, Any]
 def _validate_scorers(entries: Any, file: str) -> tuple[ScorerSpec, ...]:
     if not isinstance(entries, list) or not entries:
         raise TaskConfigError(file, "scorers", f"a non-empty list of scorer names or {{name, args}}, {_got(entries)}")
-    problems = _Problems()
+    problems = _Problems(file)
     specs: list[ScorerSpec] = []
     for i, entry in enumerate(entries):
         with problems.check():
             specs.append(_scorer_spec(entry, f"scorers[{i}]", file))
     for i, spec in enumerate(specs):
         if len(spec.name) > MAX_NAME:
-            with problems.check():
-                raise TaskConfigError(
-                    file, f"scorers[{i}]", f"a scorer name (at most {MAX_NAME} characters), {_got(spec.name)}"
-                )
+            problems.add(f"scorers[{i}]", f"a scorer name (at most {MAX_NAME} characters), {_got(spec.name)}")
     names = [s.name for s in specs]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
-        with problems.check():
-            raise TaskConfigError(file, "scorers", f"each scorer at most once, '{_field(dupes[0])}' is listed twice")
+        problems.add("scorers", f"each scorer at most once, '{_field(dupes[0])}' is listed twice")
     problems.raise_any()
     return tuple(specs)
 

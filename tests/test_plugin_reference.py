@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from harness import api
-from harness.api_reference import BEGIN, END, GROUPS, field_comments, render, replace_block
+from harness.api_reference import BEGIN, END, GROUPS, field_comments, field_meanings, render, replace_block
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = REPO / "docs" / "plugins.md"
@@ -29,10 +29,7 @@ def test_every_dataclass_of_the_api_is_in_the_reference() -> None:
 
 @pytest.mark.parametrize("cls", [cls for _, _, types in GROUPS for cls in types], ids=lambda c: c.__name__)
 def test_every_field_says_what_it_means(cls: type) -> None:
-    comments: dict[str, str] = {}
-    for base in reversed(cls.__mro__):
-        if dataclasses.is_dataclass(base) and base.__module__.startswith("harness"):
-            comments.update(field_comments(base))
+    comments = field_meanings(cls)
     missing = [f.name for f in dataclasses.fields(cls) if not comments.get(f.name)]
     assert missing == [], f"{cls.__name__}: fields without a #: comment: {missing}"
 
