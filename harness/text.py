@@ -30,12 +30,21 @@ def normalise_word(word: str) -> str:
     >>> normalise_word("--")
     ''
     """
-    word = word.strip().lower()
+    return strip_punctuation(word.strip().lower())
+
+
+def strip_punctuation(text: str) -> str:
+    """``text`` without punctuation and symbols (hyphens between alphanumerics kept), whitespace runs made one
+    space: ``normalise_word`` without the case folding, for studies that decide case separately.
+
+    >>> strip_punctuation("U.S. well-known --")
+    'US well-known'
+    """
     kept: list[str] = []
-    for i, ch in enumerate(word):
+    for i, ch in enumerate(text):
         if ch == "-":
-            before = word[i - 1] if i > 0 else ""
-            after = word[i + 1] if i + 1 < len(word) else ""
+            before = text[i - 1] if i > 0 else ""
+            after = text[i + 1] if i + 1 < len(text) else ""
             if before.isalnum() and after.isalnum():
                 kept.append(ch)
             continue
