@@ -45,8 +45,13 @@ class Loader(Protocol):
     def __call__(self, options: Mapping[str, Any], data_dir: Path) -> LoadedData: ...
 
 
+#: ``check_data(options, data_dir)``: read the first rows of a task's data and return a one-line summary, or raise
+#: a ``HarnessError`` naming the file, row and field (what ``harness validate`` runs for a loader that has one).
+DataCheck = Callable[[Mapping[str, Any], Path], str]
+
+
 def takes_options(
-    options: Options, *, name: str | None = None
+    options: Options, *, name: str | None = None, check_data: DataCheck | None = None
 ) -> Callable[[Callable[[Mapping[str, Any], Path], LoadedData]], Loader]:
     """Declare a loader's options and check them before it runs.
 
@@ -58,6 +63,9 @@ def takes_options(
 
         @takes_options(Options(Option("path", text, "provo", "folder under the data root")))
         def load_provo(options, data_dir): ...
+
+    ``check_data``, when given, is what ``harness validate`` runs on the task's data (its first rows): loaders of
+    users' own data sets use it so that a mapping is checked before a run.
     """
 
     declared = options
@@ -76,6 +84,7 @@ def takes_options(
 
         functools.update_wrapper(checked, loader)
         checked.options = declared  # type: ignore[attr-defined]
+        checked.check_data = check_data  # type: ignore[attr-defined]
         return checked
 
     return decorate

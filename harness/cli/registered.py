@@ -12,9 +12,11 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli.parsing import add_command
+from harness.data import resolve_data_dir
 from harness.errors import HarnessError
 from harness.options import Options
 from harness.plugins import Registry, get_registry
+from harness.task_config import TaskConfig
 from harness.task_loading import check_against_registry, check_registered_name, registered_or_path
 from harness.task_validation import load_task_file
 
@@ -40,9 +42,18 @@ def add_validate(sub: Any) -> None:
         sub,
         "validate",
         "check task YAML files, or registered tasks, against the schema and the installed plugins",
-        ("harness validate provo", "harness validate tasks/provo-paper.yaml provo-exact"),
+        (
+            "harness validate provo",
+            "harness validate tasks/provo-paper.yaml provo-exact",
+            "harness validate examples/your-data/provo-long.yaml --data-dir ../shared/data",
+        ),
+        description="check task YAML files, or registered tasks, against the schema and the installed plugins; a "
+        "task over the generic loaders (your own data) also has its field mapping checked on its data's first rows",
     )
     p.add_argument("files", nargs="+", help="a registered task name (harness ls tasks) or a YAML file")
+    p.add_argument(
+        "--data-dir", default=None, help="data root for the data checks (default: $HARNESS_DATA_DIR, else the cache)"
+    )
     p.set_defaults(handler=cmd_validate)
 
 
@@ -96,13 +107,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
             config = load_task_file(path)
             check_registered_name(config, given, registry, "validate")
             check_against_registry(config, registry)
+            data = _check_data(config, registry, args.data_dir)
         except HarnessError as exc:
             print(f"error: {exc}", file=sys.stderr)
             failed += 1
         else:
             where = f", {path}" if given in registry.tasks else ""
-            print(f"ok: {given} (task {config.task}, version {config.version}{where})")
+            print(f"ok: {given} (task {config.task}, version {config.version}{where}{data})")
     return 2 if failed else 0
+
+
+def _check_data(config: TaskConfig, registry: Registry, data_dir: str | None) -> str:
+    """``; data: ...`` when the task's loader checks data (``takes_options(check_data=...)``), else nothing."""
+    check = getattr(registry.loader(config.loader), "check_data", None)
+    if check is None:
+        return ""
+    root, _ = resolve_data_dir(data_dir)
+    return f"; data: {check(config.data, root)}"
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:

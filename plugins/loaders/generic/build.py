@@ -7,8 +7,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
+from harness.data import LoadedData
 from harness.errors import HarnessError, shorten_repr
 from harness.options import Option, Options, optional
 from plugins.loaders.generic.fields import Field, RowError, column_or_template, is_template
@@ -184,3 +186,21 @@ def with_extra_files(data_hash: str, normaliser: Normaliser) -> str:
     digest = hashlib.sha256(data_hash.encode())
     digest.update(normaliser.replacements_file.read_bytes())
     return "sha256:" + digest.hexdigest()
+
+
+#: Rows of each file ``harness validate`` reads to check a mapping.
+PREVIEW_ROWS = 50
+
+
+def data_check(
+    load: Callable[[Mapping[str, Any], Path, int | None], LoadedData],
+) -> Callable[[Mapping[str, Any], Path], str]:
+    """The loader's ``check_data``: the same reading and mapping, on the first ``PREVIEW_ROWS`` rows of each file."""
+
+    def check(options: Mapping[str, Any], data_dir: Path) -> str:
+        loaded = load(options, data_dir, PREVIEW_ROWS)
+        files = loaded.source.get("files") or [loaded.source.get("hub", "")]
+        shown = ", ".join(str(f) for f in files[:2]) + (f" and {len(files) - 2} more" if len(files) > 2 else "")
+        return f"the first {PREVIEW_ROWS} rows of {shown} make {len(loaded.instances)} instances"
+
+    return check

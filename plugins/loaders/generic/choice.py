@@ -23,6 +23,7 @@ from plugins.loaders.generic.build import (
     COMMON_OPTIONS,
     Group,
     build_all,
+    data_check,
     groups,
     instance_id,
     meta_of,
@@ -80,14 +81,13 @@ OPTIONS = (
 )
 
 
-@takes_options(OPTIONS, name=LOADER)
-def load_generic_choice(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+def _load(options: Mapping[str, Any], data_dir: Path, max_rows: int | None = None) -> LoadedData:
     """Multiple-choice instances from the rows the options name (see ``docs/your-data.md``)."""
     parsed = OPTIONS.parse(options, f"data options of loader '{LOADER}'")
     require(parsed, ("text", "options", "human"), LOADER)
     if (parsed["target"] is None) == (parsed["target_index"] is None):
         raise HarnessError(f"data options of loader '{LOADER}': give exactly one of 'target' and 'target_index'")
-    table = read_table(options, data_dir, LOADER)
+    table = read_table(options, data_dir, LOADER, max_rows=max_rows)
     normaliser = build_normaliser(parsed["normalise"], DEFAULTS, data_dir)
     stats: dict[str, Any] = {"n_proportions_only": 0, "reasons": set()}
     numbered = iter(range(1, 1 << 62))
@@ -220,3 +220,9 @@ def _choice_counts(
         raise RowError(f"{where}: field 'human': no choices (every count is 0 or no answer)")
     number = int if counted.counts_known else float
     return tuple(number(t) for t in totals), counted.counts_known, counted.reason, number(missing)
+
+
+@takes_options(OPTIONS, name=LOADER, check_data=data_check(_load))
+def load_generic_choice(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+    """The ``choice`` instances of a task's data (``docs/your-data.md``)."""
+    return _load(options, data_dir)

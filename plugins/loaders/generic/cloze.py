@@ -26,6 +26,7 @@ from plugins.loaders.generic.build import (
     COMMON_OPTIONS,
     Group,
     build_all,
+    data_check,
     groups,
     instance_id,
     meta_of,
@@ -52,12 +53,11 @@ OPTIONS = (
 )
 
 
-@takes_options(OPTIONS, name=LOADER)
-def load_generic_cloze(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+def _load(options: Mapping[str, Any], data_dir: Path, max_rows: int | None = None) -> LoadedData:
     """Cloze instances from the rows the options name (see ``docs/your-data.md``)."""
     parsed = OPTIONS.parse(options, f"data options of loader '{LOADER}'")
     require(parsed, ("context", "human"), LOADER)
-    table = read_table(options, data_dir, LOADER)
+    table = read_table(options, data_dir, LOADER, max_rows=max_rows)
     normaliser = build_normaliser(parsed["normalise"], DEFAULTS, data_dir)
     stats: dict[str, Any] = {"n_proportions_only": 0, "reasons": set()}
 
@@ -117,3 +117,9 @@ def cloze_instance(
         meta=meta,
         **({} if counted.counts_known else {"counts_known": False}),
     )
+
+
+@takes_options(OPTIONS, name=LOADER, check_data=data_check(_load))
+def load_generic_cloze(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+    """The ``cloze`` instances of a task's data (``docs/your-data.md``)."""
+    return _load(options, data_dir)

@@ -23,6 +23,7 @@ from plugins.loaders.generic.build import (
     COMMON_OPTIONS,
     Group,
     build_all,
+    data_check,
     groups,
     instance_id,
     meta_of,
@@ -53,8 +54,7 @@ OPTIONS = (
 )
 
 
-@takes_options(OPTIONS, name=LOADER)
-def load_generic_generation(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+def _load(options: Mapping[str, Any], data_dir: Path, max_rows: int | None = None) -> LoadedData:
     """Generation instances from the rows the options name (see ``docs/your-data.md``)."""
     parsed = OPTIONS.parse(options, f"data options of loader '{LOADER}'")
     require(parsed, ("human",), LOADER)
@@ -65,7 +65,7 @@ def load_generic_generation(options: Mapping[str, Any], data_dir: Path) -> Loade
             f"data options of loader '{LOADER}': 'human': generation needs the productions themselves, "
             "not their proportions (the probes compare individual texts)"
         )
-    table = read_table(options, data_dir, LOADER)
+    table = read_table(options, data_dir, LOADER, max_rows=max_rows)
     normaliser = build_normaliser(parsed["normalise"], DEFAULTS, data_dir)
 
     def build(group: Group) -> GenerationInstance:
@@ -110,3 +110,9 @@ def generation_instance(group: Group, parsed: Mapping[str, Any], normaliser: Nor
         language=language,
         meta=meta,
     )
+
+
+@takes_options(OPTIONS, name=LOADER, check_data=data_check(_load))
+def load_generic_generation(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+    """The ``generation`` instances of a task's data (``docs/your-data.md``)."""
+    return _load(options, data_dir)
