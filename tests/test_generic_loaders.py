@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -296,7 +297,8 @@ def test_a_missing_column_and_a_misspelt_template_name_are_named(tmp_path: Path)
     human = {"shape": "list", "responses": "g"}
     with pytest.raises(
         HarnessError,
-        match=rf"^loader 'generic_cloze': 1 bad rows:\n{path}: row 1: field 'context': no column 'context' \(columns: id, ctx, g\)$",
+        match=re.escape(f"loader 'generic_cloze': 1 bad rows:\n{path}: row 1: field 'context': no column 'context' ")
+        + r"\(columns: id, ctx, g\)$",
     ):
         load("generic_cloze", {"files": "m.jsonl", "context": "context", "human": human}, tmp_path)
     with pytest.raises(
