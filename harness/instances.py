@@ -32,7 +32,8 @@ class Instance:
 
 @dataclass(frozen=True)
 class ClozeInstance(Instance):
-    """A next-word position: the context before it, the corpus word, and the human guesses with counts."""
+    """A next-word position: the context before it, the corpus word, and the human guesses with counts (or only
+    their proportions, ``counts_known`` False)."""
 
     #: The text before the position, as the corpus prints it: what the model continues (no template is added).
     context: str = ""
@@ -40,9 +41,14 @@ class ClozeInstance(Instance):
     target: str = ""
     #: The corpus token as printed, with case and punctuation (``There,``): the gold of the paper-faithful ECE.
     target_raw: str = ""
-    #: Guess (``exact`` rule, never empty) -> how many people gave it. Order matters: the paper-faithful ECE breaks
-    #: ties between top guesses by it (the Provo loader lists the most frequent first, ties by word).
-    human_counts: dict[str, int] = field(default_factory=dict)
+    #: Guess (``exact`` rule, never empty) -> how many people gave it; with ``counts_known`` False, the share of
+    #: people who gave it instead (the shares sum to 1). Order matters: the paper-faithful ECE breaks ties between top
+    #: guesses by it (the Provo loader lists the most frequent first, ties by word).
+    human_counts: dict[str, float] = field(default_factory=dict)
+    #: True: ``human_counts`` are numbers of people. False: the data gave only proportions of people (no number of
+    #: people); ``human_counts`` then hold those proportions (they sum to 1), and no scorer makes people up from them:
+    #: what splits, resamples or counts individual people is unavailable, with the reason (``docs/metrics.md``).
+    counts_known: bool = True
     #: Loader-specific extras (Provo: ``text_id``, ``word_num``, raw and dropped response counts), JSON values:
     #: written as they are to the item's record in ``samples_<task>.jsonl``; no scorer reads them.
     meta: dict[str, Any] = field(default_factory=dict)
@@ -51,7 +57,10 @@ class ClozeInstance(Instance):
         return {"context": self.context}
 
     def human(self) -> dict[str, Any]:
-        return {"counts": dict(self.human_counts), "total": sum(self.human_counts.values())}
+        record: dict[str, Any] = {"counts": dict(self.human_counts), "total": sum(self.human_counts.values())}
+        if not self.counts_known:
+            record["counts_known"] = False
+        return record
 
 
 @dataclass(frozen=True)
@@ -93,7 +102,8 @@ class ChoiceInstance(Instance):
     """A multiple-choice item with the choices of many people.
 
     ``options`` keep the release's order (option 1 first); ``target`` is the index of the intended (e.g.
-    pragmatic) option in that order and ``human_counts[k]`` how many people chose option ``k``. ``scenario`` is the
+    pragmatic) option in that order and ``human_counts[k]`` how many people chose option ``k`` (the share of people
+    where ``counts_known`` is False). ``scenario`` is the
     context together with its question, as shown to participants; ``description`` is the task description a
     prompt opens with. Prompts are rendered by the task (``harness.choice_prompts``), which also shuffles the
     option order, so one instance serves every way of asking.
@@ -117,8 +127,13 @@ class ChoiceInstance(Instance):
     option_types: tuple[str, ...] = ()
     #: Index (from 0) in ``options`` of the intended (e.g. pragmatic) option: what accuracy counts as right.
     target: int = 0
-    #: How many people chose each option: one count per option, in the same order.
-    human_counts: tuple[int, ...] = ()
+    #: How many people chose each option: one count per option, in the same order; with ``counts_known`` False, the
+    #: share of people who chose it instead (the shares sum to 1).
+    human_counts: tuple[float, ...] = ()
+    #: True: ``human_counts`` are numbers of people. False: the data gave only proportions of people (no number of
+    #: people); ``human_counts`` then hold those proportions (they sum to 1), and no scorer makes people up from them:
+    #: what splits, resamples or counts individual people is unavailable, with the reason (``docs/metrics.md``).
+    counts_known: bool = True
     #: Loader-specific extras (pragmatics: ``task_code``, ``maxim``, ``label_simple``, ``human_n``), JSON values:
     #: written as they are to the item's record in ``samples_<task>.jsonl``; no scorer reads them.
     meta: dict[str, Any] = field(default_factory=dict)
@@ -133,9 +148,12 @@ class ChoiceInstance(Instance):
         }
 
     def human(self) -> dict[str, Any]:
-        return {
+        record: dict[str, Any] = {
             "counts": list(self.human_counts),
             "total": sum(self.human_counts),
             "target": self.target,
             "option_types": list(self.option_types),
         }
+        if not self.counts_known:
+            record["counts_known"] = False
+        return record

@@ -28,6 +28,45 @@ class ScorerUnavailable(Exception):
     """
 
 
+#: The ``Scorer.notes`` key under which a scorer that keeps its distribution-only metrics says which of its values
+#: need individual people and were left out because some instances give only proportions of people.
+PROPORTIONS_NOTE = "proportions"
+
+
+def counts_known(instance: Instance) -> bool:
+    """Whether the instance's human data counts people (``human_counts`` are numbers of people). False where the
+    data gave only proportions of people (``ClozeInstance.counts_known``, ``ChoiceInstance.counts_known``); an
+    instance type without human counts counts as True."""
+    return bool(getattr(instance, "counts_known", True))
+
+
+def counted_people_reason(instances: Sequence[Instance], needs: str) -> str | None:
+    """Why ``needs`` (what a scorer computes from individual people: split halves, groups drawn from the people)
+    cannot be computed for ``instances``, in one line; None when every instance counts people.
+
+    The one place that words it: a scorer that cannot run at all raises it (:func:`require_counted_people`), one
+    that keeps its distribution-only metrics puts it in its ``notes``. Counts are never made up from proportions.
+
+    >>> counted_people_reason([], "the split-half human control") is None
+    True
+    """
+    only = sum(1 for instance in instances if not counts_known(instance))
+    if not only:
+        return None
+    return (
+        f"{only} of {len(instances)} instances give only proportions of people (no number of people), "
+        f"so {needs} cannot be computed"
+    )
+
+
+def require_counted_people(instances: Sequence[Instance], needs: str) -> None:
+    """Raise :class:`ScorerUnavailable` with :func:`counted_people_reason` when any of ``instances`` gives only
+    proportions of people: for a scorer's :meth:`Scorer.prepare` whose every metric needs individual people."""
+    reason = counted_people_reason(instances, needs)
+    if reason is not None:
+        raise ScorerUnavailable(reason)
+
+
 @dataclass(frozen=True)
 class Metric:
     """An aggregated metric. ``higher_is_better`` is None for descriptive quantities (e.g. entropy)."""

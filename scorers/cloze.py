@@ -10,6 +10,11 @@ Rules that every cloze scorer applies the same way live here, so that the metric
   corpus word 0. Entropy is undefined and is left out of ``entropy_model`` (its ``n`` shows how many counted).
   The ``tvd`` scorer reports how many instances this happened to as ``n_no_model_words``.
 - ``response is None`` means a human-only run: scorers return only the values computable from human data.
+- Human data given only as proportions (``ClozeInstance.counts_known`` False): every value computed from the human
+  distribution is computed from the proportions as they are; a value that needs individual people (random halves,
+  groups of people) is never made up from them. A scorer all of whose metrics need people is unavailable for the
+  task (``harness.scoring.require_counted_people`` in ``prepare``); one that keeps its other metrics leaves those
+  values out for such instances and says so in its ``notes`` (:meth:`ClozeScorer.note_people`).
 """
 
 from __future__ import annotations
@@ -23,10 +28,10 @@ from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
 from harness.requests import SampleWordsResponse
 from harness.scorer_args import ArgsScorer
-from harness.scoring import Metric
+from harness.scoring import PROPORTIONS_NOTE, Metric, counted_people_reason
 from harness.seeding import metric_rngs
 from harness.stats import mean_metric
-from scorers.distributions import split_halves
+from scorers.distributions import Counts, split_halves
 
 #: A response type with ``from_record`` (``SampleWordsResponse``, ``WordDistributionResponse``).
 R = TypeVar("R")
@@ -74,15 +79,25 @@ class ClozeScorer(ArgsScorer):
                 )
         return metrics
 
+    def note_people(self, instances: list[Instance], needs: str) -> None:
+        """For ``prepare``: where some instances give only proportions of people, say in ``notes`` that ``needs``
+        (this scorer's values that split or draw people) are left out for them (``counted_people_reason``)."""
+        reason = counted_people_reason(instances, needs)
+        if reason is None:
+            self.notes.pop(PROPORTIONS_NOTE, None)
+        else:
+            self.notes[PROPORTIONS_NOTE] = f"{reason}; left out for those instances (each metric's n shows it)"
+
     def model_counts(self, response: Any) -> dict[str, int]:
         """The accepted model words with their counts (empty if the model produced none)."""
         return {word: int(count) for word, count in self.as_response(response).counts.items() if count > 0}
 
 
 def human_splits(
-    counts: Mapping[str, int], n_splits: int, rng: np.random.Generator
+    counts: Counts, n_splits: int, rng: np.random.Generator
 ) -> list[tuple[dict[str, int], dict[str, int]]]:
-    """``n_splits`` independent random half-splits of the human guesses (see ``split_halves``)."""
+    """``n_splits`` independent random half-splits of the human guesses (see ``split_halves``; counts of people
+    only: proportions raise ``ValueError``)."""
     return [split_halves(counts, rng) for _ in range(n_splits)]
 
 

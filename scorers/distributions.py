@@ -2,6 +2,9 @@
 
 Both the human data (``ClozeInstance.human_counts``) and the model samples (``SampleWordsResponse.counts``) are
 ``{word: count}`` mappings over normalised words, so every metric is computed from the same few operations here.
+Human data given only as proportions (``ClozeInstance.counts_known`` False) is a mapping of shares: every function
+on distributions takes it as it is, and the ones on individual people (``expand``, ``split_halves``,
+``subsample``) refuse a count that is not a whole number rather than round it.
 Everything is deterministic: ties are broken by the lexicographically smallest word, and the only randomness
 (``split_halves``) comes from the ``numpy.random.Generator`` the caller passes in.
 """
@@ -14,8 +17,20 @@ from collections.abc import Mapping
 
 import numpy as np
 
-Counts = Mapping[str, int]
+#: Numbers of people or samples per word; human data given as proportions has shares here (see the module docstring).
+Counts = Mapping[str, int] | Mapping[str, float]
 Distribution = Mapping[str, float]
+
+
+def as_number(count: float) -> int | float:
+    """A count as an ``int`` when it is a whole number (so integer arithmetic stays exact), else as a ``float`` (a
+    proportion, kept as it is: truncating it would make up a count).
+
+    >>> as_number(3.0), as_number(0.25)
+    (3, 0.25)
+    """
+    value = float(count)
+    return int(value) if value.is_integer() else value
 
 
 def _check_counts(counts: Counts) -> None:
@@ -128,19 +143,29 @@ def expand(counts: Counts) -> list[str]:
     ['a', 'a', 'b']
     """
     _check_counts(counts)
+    for word, count in counts.items():
+        if not float(count).is_integer():
+            raise ValueError(
+                f"count {count} for word {word!r} is not a whole number of people: proportions cannot be expanded "
+                "into individual guesses"
+            )
     return [word for word in sorted(counts) for _ in range(int(counts[word]))]
 
 
-def counts_by_group(counts: Counts, group_of: Mapping[str, str]) -> dict[str, int]:
+def counts_by_group(counts: Counts, group_of: Mapping[str, str]) -> dict[str, int | float]:
     """The counts summed per group of each word (``group_of[word]``: a POS tag, a cluster), groups sorted.
+    Whole numbers stay integers; proportions are summed as they are.
 
     >>> counts_by_group({"cat": 2, "dog": 1, "ran": 3, "x": 0}, {"cat": "NOUN", "dog": "NOUN", "ran": "VERB", "x": "X"})
     {'NOUN': 3, 'VERB': 3}
+    >>> counts_by_group({"cat": 0.5, "dog": 0.25, "ran": 0.25}, {"cat": "NOUN", "dog": "NOUN", "ran": "VERB"})
+    {'NOUN': 0.75, 'VERB': 0.25}
     """
-    out: Counter[str] = Counter()
+    out: dict[str, int | float] = {}
     for word, count in counts.items():
         if count > 0:
-            out[group_of[word]] += int(count)
+            group = group_of[word]
+            out[group] = out.get(group, 0) + as_number(count)
     return dict(sorted(out.items()))
 
 

@@ -25,23 +25,28 @@ its standard deviation with ddof 0, as the original's ``np.std``). Top words are
 order, confidences float32, and a confidence of exactly 1.0 is in no bin but counts in ``N``. Positions with
 fewer than 21 human guesses cannot give a 20-response oracle subset: their oracle values are None and they are
 left out of the oracle metrics (see ``n``). ``n_splits`` is not used by this variant.
+
+Human data given only as proportions (``counts_known`` False): the ``model`` and ``human`` predictors against the
+``corpus`` and ``majority`` golds need only the distribution and are computed from the proportions; the ``oracle``
+predictor and the ``heldout`` gold (``variant=paper``: the ``oracle`` gold) split people, so they are None for such
+an instance and left out, and the scorer's ``notes`` say so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
 from harness.instances import Instance
 from harness.options import Option, Options, int_range, one_of, positive_int
-from harness.scoring import Metric
+from harness.scoring import Metric, counts_known
 from harness.seeding import metric_rngs
 from harness.stats import bootstrap_metric, mean_metric, split_spread
 from scorers.calibration import ece_columns
 from scorers.cloze import ClozeScorer, human_splits, present
-from scorers.distributions import majority_words, top_word
+from scorers.distributions import Counts, as_number, majority_words, top_word
 from scorers.paper_provo import (
     first_argmax,
     model_order,
@@ -60,7 +65,7 @@ PAPER_GOLDS = ("corpus", "majority", "oracle")
 PAPER_HEADLINE = ("ece_model_corpus", "ece_model_majority", "ece_model_oracle")
 
 
-def predict(counts: Mapping[str, int]) -> tuple[str | None, float]:
+def predict(counts: Counts) -> tuple[str | None, float]:
     """``(top word, its probability)``; ``(None, 0.0)`` for an empty distribution (the empty-sample rule)."""
     word = top_word(counts)
     if word is None:
@@ -113,6 +118,12 @@ class EceScorer(ClozeScorer):
             return [m for m in metrics if m in PAPER_HEADLINE]
         return super().headline_metrics(own, metrics)
 
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        if self.variant == "paper":
+            self.note_people(instances, "the oracle gold (20-guess subsets of the people)")
+        else:
+            self.note_people(instances, "the oracle predictor and the heldout gold (random halves of the people)")
+
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         if self.variant == "paper":
             return self._score_paper(instance, response)
@@ -122,7 +133,8 @@ class EceScorer(ClozeScorer):
         row: dict[str, Any] = {"gold_majority": sorted(gold_majority)}
 
         total = sum(human.values())
-        splits = human_splits(human, self.n_splits, rng) if total >= 2 else None
+        # Proportions of people cannot be split into halves of people: no oracle, no heldout gold (never invented).
+        splits = human_splits(human, self.n_splits, rng) if total >= 2 and counts_known(cloze) else None
         gold_heldout = None if splits is None else [majority_words(b) for _, b in splits]
         row["gold_heldout"] = None if gold_heldout is None else [sorted(g) for g in gold_heldout]
 
@@ -150,10 +162,12 @@ class EceScorer(ClozeScorer):
 
     def _score_paper(self, instance: Instance, response: Any | None) -> dict[str, Any]:
         cloze = self.cloze(instance)
-        human = {word: int(count) for word, count in cloze.human_counts.items() if count > 0}
+        # Whole-number counts as ints (a JSON 40.0 is 40 people), zeros dropped; proportions are kept as they are
+        # (truncating them would make up counts) and give no oracle subsets of people.
+        human = {word: as_number(count) for word, count in cloze.human_counts.items() if count > 0}
         gold_corpus = cloze.target_raw or cloze.target  # the raw token; the normalised word if none was kept
         gold_majority = first_argmax(human)
-        subsets = oracle_subsets(human, self.n_oracle_seeds)
+        subsets = oracle_subsets(human, self.n_oracle_seeds) if counts_known(cloze) else None
         gold_oracle = None if subsets is None else [first_argmax(subset_counts(s)) for s in subsets]
         row: dict[str, Any] = {"gold_corpus": gold_corpus, "gold_majority": [gold_majority], "gold_oracle": gold_oracle}
         single = [("human", predict_paper(human))]

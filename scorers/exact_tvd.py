@@ -22,6 +22,10 @@ With sampled words in the response (``n_samples`` > 0), the observed side: ``tvd
 ``tvd_sampled_at_n{k}`` (mean over ``n_repeats`` subsamples of ``k`` of them, for ``k`` below the samples drawn),
 and the observed bias of the full sample as an interval, ``observed_bias_min`` = ``tvd_sampled - tvd_exact`` and
 ``observed_bias_max`` = ``tvd_sampled - tvd_exact_lower``: the check that the simulation describes the sampler.
+
+Human data given only as proportions (``counts_known`` False): everything is computed from the proportions except
+the human control, which splits people: ``tvd_human_halves`` and ``tvd_exact_vs_half`` are left out for such an
+instance, and the scorer's ``notes`` say so.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import numpy as np
 
 from harness.instances import Instance
 from harness.options import Option, Options, positive_int
-from harness.scoring import Metric
+from harness.scoring import Metric, counts_known
 from scorers.cloze import human_splits
 from scorers.distributions import counts_tvd, subsample
 from scorers.exact_distribution import WordDistributionScorer, bounded_tvd
@@ -58,6 +62,9 @@ class ExactTvdScorer(WordDistributionScorer):
         Option("n_splits", positive_int, 10, "random human half-splits for the control row"),
     )
 
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        self.note_people(instances, "tvd_human_halves and tvd_exact_vs_half (random halves of the people)")
+
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)
         if response is None:
@@ -67,7 +74,8 @@ class ExactTvdScorer(WordDistributionScorer):
         human = cloze.human_counts
         lower, upper = bounded_tvd(probs, residual, human)
         row: dict[str, Any] = {"tvd_exact": upper, "tvd_exact_lower": lower, "residual": residual}
-        halves = [split for split in human_splits(human, self.args["n_splits"], rng) if split[0] and split[1]]
+        splits = human_splits(human, self.args["n_splits"], rng) if counts_known(cloze) else []
+        halves = [split for split in splits if split[0] and split[1]]
         if halves:
             row["tvd_human_halves"] = float(np.mean([counts_tvd(a, b) for a, b in halves]))
             row["tvd_exact_vs_half"] = float(np.mean([bounded_tvd(probs, residual, b)[1] for _, b in halves]))

@@ -18,6 +18,9 @@ get a posterior mean and standard deviation, reported with a ``confidence`` cred
 (mean +- z * sd). Metrics: ``gap_r2`` (in-sample R squared of the posterior mean) and, per continuous feature,
 ``gap_coef_<feature>`` with its interval; the report ``gap_predictors`` holds every coefficient, the tags, and
 the number of contexts.
+
+The target and ``tvd_oracle`` need random halves of the people: a task with an instance that gives only proportions
+of people (``counts_known`` False) makes the scorer unavailable, with the reason (``require_counted_people``).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from scipy.stats import norm
 
 from harness.instances import Instance
 from harness.options import Option, Options, positive_int
-from harness.scoring import Metric, ScorerUnavailable
+from harness.scoring import Metric, ScorerUnavailable, require_counted_people
 from scorers.cloze import ClozeScorer, human_splits
 from scorers.distributions import counts_tvd, entropy_bits
 from scorers.pos_tvd import package_list
@@ -69,6 +72,11 @@ class GapPredictorsScorer(ClozeScorer):
         return self.pipeline.describe() if self.pipeline is not None else {}
 
     def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        require_counted_people(
+            instances,
+            "the regressed TVD and its tvd_oracle feature (the model and the people against random halves "
+            "of the people)",
+        )
         try:
             import sklearn.linear_model  # noqa: F401 - checked here so a missing install is a clear reason
         except ImportError as exc:

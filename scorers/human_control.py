@@ -33,6 +33,9 @@ seed's split drawn afresh at every position (descriptive). ``tvd_model_sub_half`
 and is not reported. The TVDs are exact (the original computed them in float32). Positions with fewer than 21
 human guesses cannot give a 20-response subset and are left out (None; a subset 2 left empty, with exactly 21,
 leaves out the TVDs that need it). ``n_splits`` is not used by this variant.
+
+Every metric here splits the people, so a task with an instance that gives only proportions of people
+(``counts_known`` False) makes the scorer unavailable, with the reason (``require_counted_people``).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import numpy as np
 
 from harness.instances import Instance
 from harness.options import Option, Options, int_range, one_of, positive_int
-from harness.scoring import Metric
+from harness.scoring import Metric, require_counted_people
 from harness.seeding import metric_rngs
 from harness.stats import bootstrap_metric, mean_metric, split_spread
 from scorers.cloze import ClozeScorer, human_splits, present
@@ -100,6 +103,9 @@ class HumanControlScorer(ClozeScorer):
         self.n_splits: int = self.args["n_splits"]
         self.variant: str = self.args["variant"]
         self.n_oracle_seeds: int = self.args["n_oracle_seeds"]
+
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        require_counted_people(instances, "the split-half human control (random halves of the people)")
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         if self.variant == "paper":

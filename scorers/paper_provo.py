@@ -37,14 +37,17 @@ MIN_ORACLE_RESPONSES = ORACLE_SIZE + 1
 TVD_SPLIT_SEED = 1
 
 
-def expand_responses(counts: Mapping[str, int]) -> list[str]:
+def expand_responses(counts: Mapping[str, int] | Mapping[str, float]) -> list[str]:
     """The individual responses, each word repeated by its count, in the mapping's order (the original's list).
+    Counts must be whole numbers of people: a proportion raises ``ValueError`` (it cannot be made into people).
 
     >>> expand_responses({"b": 2, "a": 1})
     ['b', 'b', 'a']
     """
     words: list[str] = []
     for word, count in counts.items():
+        if not float(count).is_integer():
+            raise ValueError(f"count {count} for word {word!r} is not a whole number of people")
         words.extend([word] * int(count))
     return words
 
@@ -70,7 +73,7 @@ def oracle_split(words: list[str], seed: int, size: int = ORACLE_SIZE) -> tuple[
     return subset1, subset2
 
 
-def oracle_subsets(counts: Mapping[str, int], n_seeds: int) -> list[list[str]] | None:
+def oracle_subsets(counts: Mapping[str, int] | Mapping[str, float], n_seeds: int) -> list[list[str]] | None:
     """Subset 1 of the split with seed ``k`` for ``k`` in ``0..n_seeds-1``, as the original's ECE loop drew them.
 
     The original called the split with seed 1 first (for its TVD oracle), which removed an odd response from the
@@ -118,7 +121,7 @@ def model_order(counts: Mapping[str, int], first_seen: Sequence[str] | None) -> 
     return support_order(counts, sorted(counts) if first_seen is None else first_seen)
 
 
-def paper_confidence(count: int, total: int) -> float:
+def paper_confidence(count: float, total: float) -> float:
     """``count / total`` rounded to float32, as the original's ``torch.Tensor`` of probabilities held it.
 
     >>> paper_confidence(28, 40) < 0.7
@@ -127,7 +130,9 @@ def paper_confidence(count: int, total: int) -> float:
     return float(np.float32(count / total))
 
 
-def predict_paper(counts: Mapping[str, int], order: Iterable[str] | None = None) -> tuple[str | None, float]:
+def predict_paper(
+    counts: Mapping[str, int] | Mapping[str, float], order: Iterable[str] | None = None
+) -> tuple[str | None, float]:
     """``(first-argmax word, its float32 probability)``; ``(None, 0.0)`` for an empty distribution."""
     word = first_argmax(counts, order)
     if word is None:

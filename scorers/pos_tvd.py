@@ -13,20 +13,23 @@ at or after the word. Summing counts per tag gives a POS distribution for the mo
 
 Every distinct (context, word) pair of the task is tagged once, in one batch, when the scorer prepares; a word is
 tagged in the context it was produced for, so ``saw`` after "I" and after "the" can get different tags.
+
+Human data given only as proportions (``counts_known`` False): ``pos_tvd`` sums the proportions per tag; the two
+metrics on halves of the people are None for such an instance, and the scorer's ``notes`` say so.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from typing import Any, ClassVar
 
 import numpy as np
 
 from harness.instances import ClozeInstance, Instance
 from harness.options import Option, Options, positive_int, text
-from harness.scoring import Metric
+from harness.scoring import Metric, counts_known
 from scorers.cloze import ClozeScorer, human_splits
-from scorers.distributions import counts_by_group, counts_tvd
+from scorers.distributions import Counts, counts_by_group, counts_tvd
 from scorers.probes import spacy_docs
 from scorers.tvd import EMPTY_MODEL_TVD
 
@@ -71,6 +74,7 @@ class PosTvdScorer(ClozeScorer):
         return self.pipeline.describe() if self.pipeline is not None else {}
 
     def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        self.note_people(instances, "pos_tvd_human_halves and pos_tvd_model_half (random halves of the people)")
         self.pipeline = pipeline = spacy_docs.require_tagger(self.args["pipelines"])
         pairs: dict[tuple[str, str], None] = {}
         for instance, response in zip(instances, responses, strict=True):
@@ -87,14 +91,15 @@ class PosTvdScorer(ClozeScorer):
         for pair, (_, start), doc in zip(todo, texts, docs, strict=True):
             self.tags[pair] = next((tok.pos_ for tok in doc if tok.idx >= start), UNFOUND)
 
-    def pos_counts(self, context: str, counts: Mapping[str, int]) -> dict[str, int]:
+    def pos_counts(self, context: str, counts: Counts) -> dict[str, int | float]:
         """Word counts summed per POS tag of each word in ``context``."""
         return counts_by_group(counts, {word: self.tags[(context, word)] for word in counts})
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze: ClozeInstance = self.cloze(instance)
         human = self.pos_counts(cloze.context, cloze.human_counts)
-        splits = human_splits(cloze.human_counts, self.args["n_splits"], rng)
+        # Proportions cannot be split into halves of people: no control for such an instance (never invented).
+        splits = human_splits(cloze.human_counts, self.args["n_splits"], rng) if counts_known(cloze) else []
         halves = [(self.pos_counts(cloze.context, a), self.pos_counts(cloze.context, b)) for a, b in splits]
         row: dict[str, Any] = {
             "pos_human": human,

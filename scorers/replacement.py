@@ -24,6 +24,9 @@ seeds that match.
 How it differs from the study: there the replaced quantity was the model's samples within a context (appendix E,
 "proportion of changed model samples"); here whole contexts are replaced, as the harness's issue describes it, so
 the curve answers "in how many contexts" rather than "by how much in each".
+
+Groups of people cannot be drawn from proportions: a task with an instance that gives only proportions of people
+(``counts_known`` False) makes the scorer unavailable, with the reason (``require_counted_people``).
 """
 
 from __future__ import annotations
@@ -35,16 +38,16 @@ from scipy.stats import ks_2samp
 
 from harness.instances import Instance
 from harness.options import Option, Options, int_range, open_unit_float, positive_int
-from harness.scoring import Metric
+from harness.scoring import Metric, require_counted_people
 from harness.seeding import metric_rngs
 from harness.stats import mean_metric, split_spread
 from scorers.cloze import ClozeScorer
-from scorers.distributions import counts_tvd, expand
+from scorers.distributions import Counts, counts_tvd, expand
 from scorers.sample_size import size_list
 from scorers.tvd import EMPTY_MODEL_TVD
 
 
-def disjoint_groups(counts: dict[str, int], m: int, rng: np.random.Generator) -> tuple[dict[str, int], dict[str, int]]:
+def disjoint_groups(counts: Counts, m: int, rng: np.random.Generator) -> tuple[dict[str, int], dict[str, int]]:
     """Two disjoint groups of ``m`` guesses each, drawn without replacement (the guesses in sorted word order
     first, so the draw depends only on ``counts`` and ``rng``)."""
     guesses = expand(counts)
@@ -90,6 +93,11 @@ class ReplacementScorer(ClozeScorer):
         super().__init__(**args)
         #: Per oracle size, per seed, the curve of (k, mean mixed TVD, KS statistic, p-value, match), set by aggregate.
         self.curves: dict[int, list[list[tuple[int, float, float, float, bool]]]] = {}
+
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        require_counted_people(
+            instances, "the replacement experiment (two disjoint groups of people drawn per context)"
+        )
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)

@@ -26,6 +26,9 @@ error at sizes close to the run's ``n``. The report ``sample_size`` lists the cu
 the leaderboard.
 
 Run it on a finished run without asking the model again: ``harness score RUN --scorers +sample_size``.
+
+Only the model's words are resampled, never the people's, so human data given only as proportions
+(``counts_known`` False) is compared with as it is.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ sentence-transformers model, and ``vectors`` a word-vectors file in the word2vec
 
 Metrics: ``semantic_tvd`` (model vs all the humans), ``semantic_tvd_human_halves`` (two random halves of the people
 over the same clusters, mean over ``n_splits``; the control) and ``semantic_tvd_model_half`` (model vs half A).
-Contexts with fewer than two words with a vector have no value.
+Contexts with fewer than two words with a vector have no value. Human data given only as proportions
+(``counts_known`` False): ``semantic_tvd`` sums the proportions per cluster; the two metrics on halves of the people
+are None for such an instance, and the scorer's ``notes`` say so.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from harness.instances import Instance
 from harness.options import Option, Options, open_unit_float, optional, positive_int
 from harness.options import integer as integer_value
 from harness.options import text as text_value
-from harness.scoring import Metric, ScorerUnavailable
+from harness.scoring import Metric, ScorerUnavailable, counts_known
 from scorers.cloze import ClozeScorer, human_splits
 from scorers.distributions import counts_by_group, counts_tvd
 from scorers.probes.base import ProbeUnavailable
@@ -118,6 +120,9 @@ class SemanticTvdScorer(ClozeScorer):
             import sklearn.cluster  # noqa: F401 - checked here so a missing install is a clear reason
         except ImportError as exc:
             raise ScorerUnavailable(f"scikit-learn is not installed ({exc})") from None
+        self.note_people(
+            instances, "semantic_tvd_human_halves and semantic_tvd_model_half (random halves of the people)"
+        )
         words: dict[str, None] = {}
         for instance, response in zip(instances, responses, strict=True):
             words.update(dict.fromkeys(self.cloze(instance).human_counts))
@@ -152,7 +157,8 @@ class SemanticTvdScorer(ClozeScorer):
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)
         model = self.model_counts(response) if response is not None else {}
-        splits = human_splits(cloze.human_counts, self.args["n_splits"], rng)
+        # Proportions cannot be split into halves of people: no control for such an instance (never invented).
+        splits = human_splits(cloze.human_counts, self.args["n_splits"], rng) if counts_known(cloze) else []
         groups = self.cluster_of(sorted(set(cloze.human_counts) | set(model)))
         if not groups:
             return {"semantic_clusters": None}

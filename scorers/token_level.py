@@ -12,6 +12,9 @@ Per instance: ``tvd_token_model``; ``tvd_token_oracle``, the same TVD between tw
 next token and whether it is the corpus word's first token; ``conf_token_human`` / ``correct_token_human``, the
 same for the humans' most frequent first token. Metrics: the TVD means with bootstrap intervals, and
 ``ece_token_{model,human}``, ``acc_token_{model,human}``.
+
+Human data given only as proportions (``counts_known`` False): the first tokens' shares are summed from the
+proportions; ``tvd_token_oracle`` splits people, so it is None for such an instance, and the ``notes`` say so.
 """
 
 from __future__ import annotations
@@ -24,18 +27,19 @@ import numpy as np
 
 from harness.instances import Instance
 from harness.options import Option, Options, positive_int
-from harness.scoring import Metric
+from harness.scoring import Metric, counts_known
 from scorers.cloze import human_splits
-from scorers.distributions import counts_tvd, top_word
+from scorers.distributions import Counts, as_number, counts_tvd, top_word
 from scorers.exact_distribution import WordDistributionScorer, bounded_tvd
 
 
-def token_counts(counts: Mapping[str, int], first_token: Mapping[str, str]) -> dict[str, int]:
-    """Guesses counted by their first token (``first_token``: word to token text)."""
-    tokens: dict[str, int] = {}
+def token_counts(counts: Counts, first_token: Mapping[str, str]) -> dict[str, int | float]:
+    """Guesses counted by their first token (``first_token``: word to token text); proportions are summed as they
+    are (whole numbers stay integers)."""
+    tokens: dict[str, int | float] = {}
     for word, count in counts.items():
         token = first_token[word]
-        tokens[token] = tokens.get(token, 0) + int(count)
+        tokens[token] = tokens.get(token, 0) + as_number(count)
     return tokens
 
 
@@ -49,6 +53,9 @@ class TokenLevelScorer(WordDistributionScorer):
         Option("n_splits", positive_int, 10, "random human half-splits for the oracle row"),
     )
 
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        self.note_people(instances, "tvd_token_oracle (random halves of the people)")
+
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)
         if response is None:
@@ -61,7 +68,7 @@ class TokenLevelScorer(WordDistributionScorer):
         human_top = top_word(human)
         top_token, top_prob = exact.top_tokens[0] if exact.top_tokens else (None, 0.0)
         oracle = []
-        if sum(human.values()) >= 2:
+        if sum(human.values()) >= 2 and counts_known(cloze):
             for half_a, half_b in human_splits(cloze.human_counts, self.args["n_splits"], rng):
                 if half_a and half_b:
                     oracle.append(counts_tvd(token_counts(half_a, first), token_counts(half_b, first)))

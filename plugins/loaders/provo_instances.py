@@ -19,7 +19,7 @@ def to_instance(pos: Position, repair: bool) -> ClozeInstance:
     """Normalise one position. Responses that normalise to the same word are merged; empty ones are dropped,
     because a model word can never be empty, so they could never be matched."""
     fix = (lambda s: s.translate(MAC_ROMAN_REPAIRS)) if repair else (lambda s: s)
-    counts: dict[str, int] = {}
+    counts: dict[str, float] = {}
     dropped = 0
     for response, n in pos.responses.items():
         word = normalise_word(fix(response))

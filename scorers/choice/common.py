@@ -29,6 +29,13 @@ argument (default 0.01). Definitions of the fit metrics are in :func:`fit_metric
 does instead (Tsvilodub et al., 2024, ``analysis/testing-stats.R``): the rate is the share of the model's argmax
 choices that are the target, with no smoothing but a clip of 0 and 1 (:func:`paper_binomial`). Every other metric
 is the same under both variants.
+
+Human choices given only as proportions (``ChoiceInstance.counts_known`` False): ``acc``, ``tvd`` and ``p_target``
+need only the distribution and are computed from the proportions. Of the fit metrics, ``ll_multinomial`` and
+``ll_binomial`` are likelihoods of the numbers of people who chose each option, so they are left out of every set of
+items (overall, per phenomenon) that holds such an item; ``logprob_per_choice`` is then the mean over items of the
+expected log-probability of one person's choice (each item weighs the same, as no item's number of people is
+known). The scorer's ``notes`` say so.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from harness.instances import ChoiceInstance, Instance
 from harness.options import Option, Options, one_of, positive_int
 from harness.options import positive_float as _positive_float
 from harness.scorer_args import ArgsScorer
-from harness.scoring import Metric
+from harness.scoring import PROPORTIONS_NOTE, Metric, counted_people_reason
 from harness.seeding import metric_rngs
 
 CHOICE_RULES: tuple[str, ...] = ("auto", "normalize", "softmax", "argmax")
@@ -134,7 +141,7 @@ def smooth(p: ArrayLike, epsilon: float) -> np.ndarray:
     return (1.0 - epsilon) * a + epsilon / len(a)
 
 
-def multinomial_loglik(counts: Sequence[int], p: ArrayLike) -> float:
+def multinomial_loglik(counts: Sequence[float], p: ArrayLike) -> float:
     """log Multinomial(counts | n, p), coefficient included: the probability of the exact human choice counts."""
     c = np.asarray(counts, dtype=np.float64)
     q = np.asarray(p, dtype=np.float64)
@@ -161,8 +168,16 @@ class ItemHuman:
     """The human side of one item, kept by a scorer between ``score`` and ``aggregate``."""
 
     phenomenon: str
-    counts: tuple[int, ...]
+    #: The people's choices per option (``ChoiceInstance.human_counts``): counts, or proportions (``counts_known``).
+    counts: tuple[float, ...]
     target: int
+    #: False where the item gives only proportions of people (``ChoiceInstance.counts_known``).
+    counts_known: bool = True
+
+    @classmethod
+    def of(cls, item: ChoiceInstance) -> ItemHuman:
+        """The human side of ``item``."""
+        return cls(item.phenomenon, item.human_counts, item.target, item.counts_known)
 
     @property
     def proportions(self) -> np.ndarray:
@@ -186,7 +201,18 @@ def fit_metrics(
       target over the phenomenon's items, N all choices, and theta the model's mean target probability over
       those items (the follow-up study's binomial on the target rate); summed over phenomena. With
       ``argmax_target`` (``variant: paper``) it is :func:`paper_binomial` instead.
+
+    If any item gives only proportions of people (``counts_known`` False), only ``logprob_per_choice`` is returned:
+    the mean over items of ``sum_k h_k log p'_k`` (``h`` the people's proportions), each item weighing the same;
+    the two likelihoods need the numbers of people and are not made up.
     """
+    if not all(human.counts_known for human in humans):
+        per_item = []
+        for human, p in zip(humans, distributions, strict=True):
+            h, q = human.proportions, smooth(p, epsilon)
+            chosen = h > 0
+            per_item.append(float("-inf") if np.any(q[chosen] <= 0) else float((h[chosen] * np.log(q[chosen])).sum()))
+        return {"logprob_per_choice": float(np.mean(per_item)) if per_item else float("nan")}
     ll_multi = 0.0
     logprob = 0.0
     n_choices = 0
@@ -198,7 +224,11 @@ def fit_metrics(
         logprob += float((c * np.log(q)).sum())
         n_choices += int(c.sum())
         k, n, thetas = by_phenomenon.get(human.phenomenon, (0, 0, []))
-        by_phenomenon[human.phenomenon] = (k + human.counts[human.target], n + int(c.sum()), [*thetas, q[human.target]])
+        by_phenomenon[human.phenomenon] = (
+            k + int(human.counts[human.target]),
+            n + int(c.sum()),
+            [*thetas, q[human.target]],
+        )
     ll_binom = sum(binomial_loglik(k, n, float(np.mean(t))) for k, n, t in by_phenomenon.values())
     if argmax_target is not None:
         ll_binom = paper_binomial(humans, argmax_target)
@@ -231,8 +261,8 @@ def paper_binomial(humans: Sequence[ItemHuman], argmax_target: Sequence[Sequence
     for human, (hits, n_orders) in zip(humans, argmax_target, strict=True):
         k, n, model_hits, model_n = by_phenomenon.setdefault(human.phenomenon, [0, 0, 0, 0])
         by_phenomenon[human.phenomenon] = [
-            k + human.counts[human.target],
-            n + sum(human.counts),
+            k + int(human.counts[human.target]),
+            n + int(sum(human.counts)),
             model_hits + int(hits),
             model_n + int(n_orders),
         ]
@@ -300,6 +330,11 @@ class ChoiceScorer(ArgsScorer):
         ),
     )
 
+    #: This method's metrics that need the numbers of people (left out where items give only proportions).
+    people_needs: ClassVar[str] = (
+        "ll_multinomial and ll_binomial (likelihoods of the numbers of people choosing each option)"
+    )
+
     def __init__(self, **args: Any) -> None:
         super().__init__(**args)
         self.rule: str = self.args["choice_rule"]
@@ -313,6 +348,21 @@ class ChoiceScorer(ArgsScorer):
         if not isinstance(instance, ChoiceInstance):
             raise HarnessError(f"multiple-choice scorers need choice instances, got {type(instance).__name__}")
         return instance
+
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        if any(response is not None for response in responses):  # a human-only run has no fit metrics to note
+            self.note_people(instances)
+
+    def note_people(self, instances: list[Instance]) -> None:
+        """Say in ``notes`` which metrics are left out because some items give only proportions of people."""
+        reason = counted_people_reason(instances, self.people_needs)
+        if reason is None:
+            self.notes.pop(PROPORTIONS_NOTE, None)
+        else:
+            self.notes[PROPORTIONS_NOTE] = (
+                f"{reason}; they are left out of every set of items that holds one, and logprob_per_choice there is "
+                "the mean over items of one person's expected log-probability (each item weighs the same)"
+            )
 
     def system_name(self, score: str) -> str:
         return f"{self.method}.{score}"
@@ -332,7 +382,7 @@ class ChoiceScorer(ArgsScorer):
         if response is None:
             self._humans.append(None)
             return {}
-        self._humans.append(ItemHuman(item.phenomenon, item.human_counts, item.target))
+        self._humans.append(ItemHuman.of(item))
         values: dict[str, Any] = {}
         for score, per_order in self.item_scores(item, response).items():
             row = system_values(item, per_order, self.kind_of(score), self.rule, self.temperature, self.paper)

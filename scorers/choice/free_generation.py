@@ -148,6 +148,7 @@ class FreeGenerationScorer(ChoiceScorer):
 
     def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
         """Classify every answer of the task in one call, so the classifier embeds all texts in batches."""
+        super().prepare(instances, responses)
         params = self.task_params
         style = str(params.get("label_style", "numbers"))
         jobs: list[tuple[str, str, ClassifyItem]] = []
@@ -178,7 +179,7 @@ class FreeGenerationScorer(ChoiceScorer):
         if response is None:
             self._humans.append(None)
             return {}
-        self._humans.append(ItemHuman(item.phenomenon, item.human_counts, item.target))
+        self._humans.append(ItemHuman.of(item))
         human = np.asarray(item.human_counts, dtype=np.float64)
         human /= human.sum()
         values: dict[str, Any] = {}

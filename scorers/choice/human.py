@@ -16,6 +16,11 @@ uniform choice distribution; a method that does not beat it has learnt nothing a
 
 The halves have about 187 people each, so the control's TVD carries the sampling noise of two samples of that
 size: a model whose distribution equalled the population's would score lower than the control against all 374.
+
+Items that give only proportions of people (``counts_known`` False) have no people to split: ``human/acc`` (the
+target's proportion), ``human/majority_acc`` and the chance row are computed from the proportions (the chance
+row's ``logprob_per_choice`` then weighs every item the same), and the split-half control is left out of every set
+of items (overall, per phenomenon) that holds such an item; the scorer's ``notes`` say so.
 """
 
 from __future__ import annotations
@@ -24,9 +29,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
+from harness.instances import ChoiceInstance, Instance
 from harness.options import Option, Options, positive_int
-from harness.scoring import Metric
+from harness.scoring import PROPORTIONS_NOTE, Metric, counted_people_reason
 from harness.seeding import metric_rngs
 from harness.stats import split_spread
 from scorers.choice.common import ChoiceScorer, ItemHuman, binomial_loglik, clip_rate, smooth, tvd
@@ -40,8 +45,24 @@ class HumanChoiceScorer(ChoiceScorer):
         Option("n_splits", positive_int, 10, "random split-halves of the people for the human control"),
     )
 
+    def note_people(self, instances: list[Instance]) -> None:
+        needs = "the split-half human control (random halves of the people)"
+        reason = counted_people_reason(instances, needs)
+        if reason is None:
+            self.notes.pop(PROPORTIONS_NOTE, None)
+        else:
+            self.notes[PROPORTIONS_NOTE] = (
+                f"{reason}; human/control_* are left out of every set of items that holds one, and "
+                "chance/logprob_per_choice there weighs every item the same"
+            )
+
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        self.note_people(instances)
+
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         item = self.item(instance)
+        if not item.counts_known:
+            return self._score_proportions(item)
         counts = np.asarray(item.human_counts, dtype=np.int64)
         n = int(counts.sum())
         splits = []
@@ -58,7 +79,7 @@ class HumanChoiceScorer(ChoiceScorer):
                     "theta_a": float(smooth(pa, self.epsilon)[item.target]),
                 }
             )
-        self._humans.append(ItemHuman(item.phenomenon, item.human_counts, item.target))
+        self._humans.append(ItemHuman.of(item))
         top = np.flatnonzero(counts == counts.max())
         k = len(counts)
         uniform = np.full(k, 1.0 / k)
@@ -74,6 +95,25 @@ class HumanChoiceScorer(ChoiceScorer):
                 "majority_correct": float(item.target in top) / len(top),
                 "control_tvd": float(np.mean([s["tvd"] for s in splits])),
                 "splits": splits,
+            },
+        }
+
+    def _score_proportions(self, item: ChoiceInstance) -> dict[str, Any]:
+        """An item that gives only proportions of people: no split-half control (no people to split)."""
+        self._humans.append(ItemHuman.of(item))
+        shares = np.asarray(item.human_counts, dtype=np.float64)
+        shares = shares / shares.sum()
+        top = np.flatnonzero(shares == shares.max())
+        k = len(shares)
+        uniform = np.full(k, 1.0 / k)
+        return {
+            "chance": {"acc": 1.0 / k, "tvd": tvd(uniform, shares), "logprob_sum": float(np.log(1.0 / k)), "n": 1},
+            "human": {
+                "acc": float(shares[item.target]),
+                "majority_correct": float(item.target in top) / len(top),
+                "control_tvd": None,
+                "splits": None,
+                "counts_known": False,
             },
         }
 
@@ -97,6 +137,12 @@ class HumanChoiceScorer(ChoiceScorer):
             for key in ("acc", "tvd"):
                 metric = f"chance/{key}{suffix}"
                 metrics[metric] = self.mean_metric([c[key] for c in chance], key == "acc", rngs(metric))
+            if any(r.get("counts_known") is False for r in rows):
+                # Proportions: every item weighs the same (its "n" is 1), and there are no people to split.
+                metrics[f"chance/logprob_per_choice{suffix}"] = Metric(
+                    float(np.mean([c["logprob_sum"] / c["n"] for c in chance])), True, n=len(chance)
+                )
+                continue
             metrics[f"chance/logprob_per_choice{suffix}"] = Metric(
                 sum(c["logprob_sum"] for c in chance) / sum(c["n"] for c in chance), True, n=len(chance)
             )
