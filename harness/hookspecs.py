@@ -19,6 +19,7 @@ import pluggy
 if TYPE_CHECKING:
     from harness.classifiers import AnswerClassifier
     from harness.data import Loader
+    from harness.data_sets import DataSet
     from harness.kinds.base import RequestKind
     from harness.models import ModelAdapter
     from harness.scoring import Scorer
@@ -33,6 +34,7 @@ RegisterModel = Callable[["str", "type[ModelAdapter] | str"], None]
 RegisterLoader = Callable[["str", "Loader"], None]
 RegisterClassifier = Callable[["type[AnswerClassifier]"], None]
 RegisterRequestKind = Callable[["type[RequestKind]"], None]
+RegisterDataSet = Callable[["DataSet"], None]
 
 
 @hookspec
@@ -99,6 +101,17 @@ def register_request_kinds(register: RegisterRequestKind) -> None:
     """
 
 
+@hookspec
+def register_data_sets(register: RegisterDataSet) -> None:
+    """Register data sets that ``harness data list|fetch|verify`` can show, download and check.
+
+    Call ``register(data_set)`` with a ``harness.data_sets.DataSet``: its name (what ``harness data fetch NAME``
+    takes), official source, license, and the files its loader reads, each a ``DataFile`` with its path under the
+    data root, its official URL and, where it could be pinned, its SHA-256 and size. A file without a pinned
+    SHA-256 is downloaded only when its data set is named, and is never reported as verified.
+    """
+
+
 #: Every hook, in the order the registry calls them (request kinds first: tasks are checked against them).
 HOOKS: tuple[str, ...] = (
     "register_request_kinds",
@@ -107,6 +120,7 @@ HOOKS: tuple[str, ...] = (
     "register_models",
     "register_loaders",
     "register_answer_classifiers",
+    "register_data_sets",
 )
 
 __all__ = ["HOOKS", "hookimpl", "hookspec"]

@@ -18,6 +18,7 @@ import pluggy
 from harness import hookspecs
 from harness.classifiers import AnswerClassifier
 from harness.data import Loader
+from harness.data_sets import DataSet
 from harness.errors import HarnessError
 from harness.files import same_file
 from harness.kinds.base import RequestKind
@@ -44,6 +45,7 @@ class Registry:
     models: dict[str, Registered] = field(default_factory=dict)
     loaders: dict[str, Registered] = field(default_factory=dict)
     classifiers: dict[str, Registered] = field(default_factory=dict)
+    data_sets: dict[str, Registered] = field(default_factory=dict)
     plugins: list[dict[str, Any]] = field(default_factory=list)
     _kind_instances: dict[str, RequestKind] = field(default_factory=dict, repr=False)
 
@@ -76,6 +78,9 @@ class Registry:
 
     def classifier(self, name: str) -> type[AnswerClassifier]:
         return self._get(self.classifiers, name, "answer classifier").obj
+
+    def data_set(self, name: str) -> DataSet:
+        return self._get(self.data_sets, name, "data set").obj
 
     @staticmethod
     def _get(table: dict[str, Registered], name: str, what: str) -> Registered:
@@ -137,6 +142,11 @@ def _registrars(registry: Registry, plugin: str) -> dict[str, Callable[..., None
         cls = _subclass(classifier_class, AnswerClassifier, plugin)
         _add(registry.classifiers, cls.name, cls, plugin, "answer classifier")
 
+    def register_data_set(data_set: DataSet) -> None:
+        if not isinstance(data_set, DataSet):
+            raise HarnessError(f"plugin {plugin} registered {data_set!r} as a data set, which is not a DataSet")
+        _add(registry.data_sets, data_set.name, data_set, plugin, "data set")
+
     return {
         "register_request_kinds": register_request_kind,
         "register_tasks": register_task,
@@ -144,6 +154,7 @@ def _registrars(registry: Registry, plugin: str) -> dict[str, Callable[..., None
         "register_models": register_model,
         "register_loaders": register_loader,
         "register_answer_classifiers": register_classifier,
+        "register_data_sets": register_data_set,
     }
 
 

@@ -47,3 +47,11 @@ def register_tasks(register: Callable[[Any], None]) -> None:
     for entry in sorted(resources.files("tasks").iterdir(), key=lambda e: e.name):
         if entry.name.endswith((".yaml", ".yml")):
             register(entry)
+
+
+@hookimpl
+def register_data_sets(register: Callable[[Any], None]) -> None:
+    from plugins.loaders.catalog import DATA_SETS
+
+    for data_set in DATA_SETS:
+        register(data_set)

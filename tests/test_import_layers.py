@@ -16,6 +16,8 @@ MAX_LINES = 450
 
 #: The first dotted prefix that matches names a module's layer; anything unlisted is vocabulary (layer 1).
 LAYERS: dict[str, int] = {
+    "harness.downloads": 1,
+    "harness.data_sets": 1,
     "harness.kinds": 2,
     "harness.hookspecs": 3,
     "harness.plugins": 3,

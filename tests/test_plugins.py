@@ -33,6 +33,7 @@ def test_the_hooks_exist() -> None:
         "register_loaders",
         "register_answer_classifiers",
         "register_request_kinds",
+        "register_data_sets",
     ]
     assert sorted(hookspecs.HOOKS) == sorted(hookspec_names())
 
@@ -95,6 +96,7 @@ def test_builtins_are_registered_through_the_hooks() -> None:
     assert registry.scorers["tvd"].plugin == "scorers.builtin"
     names = {p["name"]: p for p in registry.plugins}
     assert names["plugins.builtin"]["hooks"] == [
+        "register_data_sets",
         "register_loaders",
         "register_models",
         "register_request_kinds",

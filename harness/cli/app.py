@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from harness import __version__
+from harness.cli.data_sets import add_data
 from harness.cli.human_perplexity import add_human_perplexity
 from harness.cli.parsing import OneLineArgumentParser, examples, join_signed_values
 from harness.cli.registered import add_ls, add_plugins, add_validate
@@ -27,6 +28,7 @@ SUBCOMMANDS = (
     add_export,
     add_store,
     add_validate,
+    add_data,
     add_plugins,
     add_human_perplexity,
 )

@@ -64,7 +64,8 @@ def load_dailydialog_pp(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
         raise DataNotFoundError(
             f"DailyDialog++ {split} data not found: looked for {path}. Point the harness at a copy with "
             f"--data-dir DIR or HARNESS_DATA_DIR=DIR, with the files in DIR/{sub}/dataset/. The official files are "
-            f"dataset/{split}.json in {REPO_URL} (also linked from https://iitmnlp.github.io/DailyDialog-plusplus/)."
+            f"dataset/{split}.json in {REPO_URL} (also linked from https://iitmnlp.github.io/DailyDialog-plusplus/); "
+            "'harness data fetch dailydialog-plusplus' downloads them."
         )
 
     records = _read_split(path)

@@ -74,7 +74,8 @@ def read_hu(
         shown = ", ".join(missing[:3]) + (f" and {len(missing) - 3} more" if len(missing) > 3 else "")
         raise DataNotFoundError(
             f"pragmatics-mcq data (format hu) incomplete under {root}: missing {shown}. The official files are "
-            f"fj_raw_data/ and human_data/fj/ of {HU_REPO_URL}, in {HU_DIR}/ there." + note
+            f"fj_raw_data/ and human_data/fj/ of {HU_REPO_URL}, in {HU_DIR}/ there; 'harness data fetch "
+            "pragmatics-mcq' downloads them." + note
         )
     items: list[Item] = []
     for phenomenon, paths in per_phenomenon.items():

@@ -23,7 +23,8 @@ def read_tsvilodub(root: Path, phenomena: tuple[str, ...], files: list[Path], no
             raise DataNotFoundError(
                 f"pragmatics-mcq task description not found: looked for {path} (prompt/prompts/ in "
                 f"{TSVILODUB_REPO_URL}); put it there, or set the data option 'descriptions: hu' to open prompts "
-                "with the instructions shown to participants instead." + note
+                "with the instructions shown to participants instead; 'harness data fetch pragmatics-mcq' "
+                "downloads it." + note
             )
         texts[phenomenon] = read_utf8(path, "data file").strip()
         files.append(path)

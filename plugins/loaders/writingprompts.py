@@ -140,7 +140,8 @@ def load_writingprompts(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
         raise DataNotFoundError(
             f"WritingPrompts {split} data (format {fmt}) not found in {root}/: looked for {' and '.join(looked)}. "
             f"It is not included: extract {split}.wp_source and .wp_target of {RELEASE_URL} (Fan et al., 2018) "
-            f"into DIR/{sub}/ and use --data-dir DIR or HARNESS_DATA_DIR=DIR." + download_note
+            f"into DIR/{sub}/ and use --data-dir DIR or HARNESS_DATA_DIR=DIR, or run "
+            "'harness data fetch writingprompts'." + download_note
         )
 
     prompts = _read_official(files[0], files[1], source_info) if found == "official" else _read_jsonl(files[0])
