@@ -53,6 +53,9 @@ class BiasedEstimatorScorer(WordDistributionScorer):
         Option("end_of_word", boolean, False, "multiply each word's probability by the end-of-word probability"),
     )
 
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        self.require_corpus_word(instances, "the biased estimator's accuracy and calibration against the corpus word")
+
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)
         if response is None:

@@ -28,7 +28,7 @@ from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
 from harness.requests import SampleWordsResponse
 from harness.scorer_args import ArgsScorer
-from harness.scoring import PROPORTIONS_NOTE, Metric, counted_people_reason
+from harness.scoring import PROPORTIONS_NOTE, Metric, ScorerUnavailable, counted_people_reason
 from harness.seeding import metric_rngs
 from harness.stats import mean_metric
 from scorers.distributions import Counts, split_halves
@@ -87,6 +87,16 @@ class ClozeScorer(ArgsScorer):
             self.notes.pop(PROPORTIONS_NOTE, None)
         else:
             self.notes[PROPORTIONS_NOTE] = f"{reason}; left out for those instances (each metric's n shows it)"
+
+    def require_corpus_word(self, instances: list[Instance], needs: str) -> None:
+        """For ``prepare``: a scorer whose every metric compares with the corpus word cannot run on instances whose
+        data gives none (a generic cloze task without ``target``); comparing with an empty word would score 0."""
+        missing = sum(1 for instance in instances if isinstance(instance, ClozeInstance) and not instance.target)
+        if missing:
+            raise ScorerUnavailable(
+                f"{missing} of {len(instances)} instances have no corpus word (the task's data gives no target), "
+                f"so {needs} cannot be computed"
+            )
 
     def model_counts(self, response: Any) -> dict[str, int]:
         """The accepted model words with their counts (empty if the model produced none)."""

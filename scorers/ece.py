@@ -144,7 +144,8 @@ class EceScorer(ClozeScorer):
         for who, (pred, conf) in single:
             row[f"pred_{who}"] = pred
             row[f"conf_{who}"] = conf
-            row[f"correct_{who}_corpus"] = pred is not None and pred == cloze.target
+            # No corpus word in the data (a generic task without ``target``): no corpus gold, never a wrong one.
+            row[f"correct_{who}_corpus"] = (pred is not None and pred == cloze.target) if cloze.target else None
             row[f"correct_{who}_majority"] = pred is not None and pred in gold_majority
             row[f"correct_{who}_heldout"] = None if gold_heldout is None else [pred in g for g in gold_heldout]
 
@@ -155,7 +156,7 @@ class EceScorer(ClozeScorer):
         oracle = [predict(a) for a, _ in splits]
         row["pred_oracle"] = [pred for pred, _ in oracle]
         row["conf_oracle"] = [conf for _, conf in oracle]
-        row["correct_oracle_corpus"] = [pred == cloze.target for pred, _ in oracle]
+        row["correct_oracle_corpus"] = [pred == cloze.target for pred, _ in oracle] if cloze.target else None
         row["correct_oracle_majority"] = [pred in gold_majority for pred, _ in oracle]
         row["correct_oracle_heldout"] = [pred in g for (pred, _), g in zip(oracle, gold_heldout, strict=True)]
         return row
@@ -178,7 +179,7 @@ class EceScorer(ClozeScorer):
         for who, (pred, conf) in single:
             row[f"pred_{who}"] = pred
             row[f"conf_{who}"] = conf
-            row[f"correct_{who}_corpus"] = pred is not None and pred == gold_corpus
+            row[f"correct_{who}_corpus"] = (pred is not None and pred == gold_corpus) if gold_corpus else None
             row[f"correct_{who}_majority"] = pred is not None and pred == gold_majority
             row[f"correct_{who}_oracle"] = (
                 None if gold_oracle is None else [pred is not None and pred == g for g in gold_oracle]

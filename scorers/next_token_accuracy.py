@@ -36,6 +36,9 @@ class NextTokenAccuracyScorer(WordDistributionScorer):
     name: ClassVar[str] = "next_token_accuracy"
     headline: ClassVar[tuple[str, ...] | None] = ("model_token", "human_token", "model_word", "human_word")
 
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        self.require_corpus_word(instances, "accuracy against the corpus word")
+
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)
         total = sum(cloze.human_counts.values())

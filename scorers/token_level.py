@@ -54,6 +54,7 @@ class TokenLevelScorer(WordDistributionScorer):
     )
 
     def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        self.require_corpus_word(instances, "the token-level accuracy and calibration against the corpus word")
         self.note_people(instances, "tvd_token_oracle (random halves of the people)")
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:

@@ -35,6 +35,9 @@ class Top1Scorer(ClozeScorer):
     name: ClassVar[str] = "top1"
     headline: ClassVar[tuple[str, ...] | None] = ("top1_model", "top1_human_majority")
 
+    def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
+        self.require_corpus_word(instances, "accuracy against the corpus word")
+
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         cloze = self.cloze(instance)
         human = cloze.human_counts

@@ -4,6 +4,7 @@ and the five built-in tasks re-expressed in ``examples/your-data/`` giving the d
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -175,3 +176,70 @@ def test_the_yaml_only_twin_of_a_builtin_task_gives_its_instances(builtin: str) 
         assert [i.meta for i in theirs][:1] == [{"topic": "Relationship"}]
         theirs = [type(i)(**{**i.__dict__, "meta": {}}) for i in theirs]
     assert ours == theirs
+
+
+NO_TARGET_PROPORTIONS_TASK = """\
+task: shares-cloze
+version: 1
+loader: generic_cloze
+data:
+  files: shares.jsonl
+  id: id
+  context: ctx
+  human: {shape: mapping, responses: shares, values: proportions}
+request: sample_words
+params: {n_samples: 40}
+scorers: [tvd, human_control, top1, entropy, ece]
+"""
+
+
+def test_proportions_without_people_and_without_a_corpus_word_say_what_cannot_be_computed(
+    cli: Any, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    rows = [
+        {"id": "a", "ctx": "I like", "shares": {"tea": 0.5, "coffee": 0.25, "water": 0.25}},
+        {"id": "b", "ctx": "We drank", "shares": {"tea": 0.6, "wine": 0.4}},
+    ]
+    (data / "shares.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    task_file = tmp_path / "shares.yaml"
+    task_file.write_text(NO_TARGET_PROPORTIONS_TASK)
+    runs = tmp_path / "runs"
+    cli("run", "--tasks", str(task_file), "--model", "mock:test", "--data-dir", str(data), "--output-dir", str(runs))
+    results = json.loads((runs / "mock__test" / "results.json").read_text())
+    unavailable = results["unavailable"]["shares-cloze"]
+    assert unavailable["human_control"] == (
+        "2 of 2 instances give only proportions of people (no number of people), so the split-half human control "
+        "(random halves of the people) cannot be computed"
+    )
+    assert unavailable["top1"] == (
+        "2 of 2 instances have no corpus word (the task's data gives no target), so accuracy against the corpus word "
+        "cannot be computed"
+    )
+    metrics = results["metrics"]["shares-cloze"]
+    assert {"tvd", "entropy_human", "ece_model_majority"} <= set(metrics)
+    assert not any("corpus" in name for name in metrics)
+    # Entropy of the people's shares, by hand: (1.5 + H(0.6, 0.4)) / 2 bits.
+    h_b = -(0.6 * math.log2(0.6) + 0.4 * math.log2(0.4))
+    assert metrics["entropy_human"]["value"] == pytest.approx((1.5 + h_b) / 2)
+    samples = next((runs / "mock__test").glob("samples_shares-cloze_*.jsonl")).read_text().splitlines()
+    assert json.loads(samples[0])["human"]["counts_known"] is False
+    # The paper-faithful ECE has no corpus gold either, and no oracle gold (subsets of people).
+    paper = tmp_path / "paper"
+    cli(
+        "run",
+        "--tasks",
+        str(task_file),
+        "--model",
+        "mock:test",
+        "--data-dir",
+        str(data),
+        "--output-dir",
+        str(paper),
+        "--task-args",
+        "ece.variant=paper",
+    )
+    paper_metrics = json.loads((paper / "mock__test" / "results.json").read_text())["metrics"]["shares-cloze"]
+    assert "ece_model_majority" in paper_metrics
+    assert not any("corpus" in name or "oracle" in name for name in paper_metrics)
