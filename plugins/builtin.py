@@ -29,6 +29,9 @@ def register_models(register: Callable[[str, Any], None]) -> None:
 def register_loaders(register: Callable[[str, Any], None]) -> None:
     from plugins.loaders.asset import load_asset
     from plugins.loaders.dailydialog import load_dailydialog_pp
+    from plugins.loaders.generic.choice import load_generic_choice
+    from plugins.loaders.generic.cloze import load_generic_cloze
+    from plugins.loaders.generic.generation import load_generic_generation
     from plugins.loaders.pragmatics import load_pragmatics_mcq
     from plugins.loaders.provo import load_provo
     from plugins.loaders.wmt14 import load_wmt14_multiref
@@ -40,6 +43,9 @@ def register_loaders(register: Callable[[str, Any], None]) -> None:
     register("dailydialog_pp", load_dailydialog_pp)
     register("writingprompts", load_writingprompts)
     register("pragmatics_mcq", load_pragmatics_mcq)
+    register("generic_cloze", load_generic_cloze)
+    register("generic_generation", load_generic_generation)
+    register("generic_choice", load_generic_choice)
 
 
 @hookimpl
