@@ -17,6 +17,7 @@ What each name is for:
 - answer classifiers: ``AnswerClassifier``, ``ClassifyItem``, ``Classification``;
 - data loaders: ``LoadedData``, ``Loader``, ``takes_options``, ``hash_files``, ``downloads_allowed`` and the
   instance types ``Instance``, ``ClozeInstance``, ``GenerationInstance``, ``ChoiceInstance``;
+- data sets (``harness data``): ``DataSet``, ``DataFile``;
 - words: ``rule_word`` (a task's word rule, ``exact`` or ``paper``: every word an adapter returns must already be
   written by it), ``normalise_word`` (the ``exact`` rule) and ``PAPER_FAILURE``;
 - options: ``Option``, ``Options``, ``OptionError`` and the converters (one grammar for booleans and numbers);
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 from harness.classifiers import AnswerClassifier, Classification, ClassifyItem
 from harness.data import LoadedData, Loader, downloads_allowed, hash_files, takes_options
+from harness.data_sets import DataFile, DataSet
 from harness.errors import DataNotFoundError, HarnessError, ModelLoadError, TaskConfigError
 from harness.hookspecs import (
     RegisterClassifier,
@@ -92,7 +94,9 @@ __all__ = [
     "Classification",
     "ClassifyItem",
     "ClozeInstance",
+    "DataFile",
     "DataNotFoundError",
+    "DataSet",
     "DecodingConfig",
     "GenerateRequest",
     "GenerateResponse",

@@ -62,6 +62,11 @@ GROUPS: tuple[tuple[str, str, tuple[type[Any], ...]], ...] = (
         (api.ModelSpec, api.Metric, api.ClassifyItem, api.Classification),
     ),
     (
+        "Data set types",
+        "What the `register_data_sets` hook registers: a data set `harness data` lists, fetches and verifies.",
+        (api.DataSet, api.DataFile),
+    ),
+    (
         "Kind and option types",
         "What a request kind's `needs` returns, and one declared option of a kind, scorer, adapter or loader.",
         (api.Need, api.Option),
