@@ -88,9 +88,8 @@ def load_asset(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
             looked.append(derived.name)
         raise DataNotFoundError(
             f"ASSET {split} data (format {fmt}) not found in {root}/: looked for {' and '.join(looked)}. "
-            f"Use --data-dir DIR or HARNESS_DATA_DIR=DIR (files in DIR/{sub}/); official files: "
-            f"dataset/asset.{split}.orig and .simp.0-9 of {REPO_URL} (CC BY-NC 4.0), in DIR/{sub}/dataset/; "
-            "'harness data fetch asset' downloads them."
+            f"Get it with 'harness data fetch asset' (official dataset/ of {REPO_URL}), or use --data-dir DIR or "
+            f"HARNESS_DATA_DIR=DIR (files in DIR/{sub}/dataset/)."
         )
 
     instances: list[Instance] = [

@@ -62,10 +62,9 @@ def load_dailydialog_pp(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     path = data_dir / sub / "dataset" / f"{split}.json"
     if not path.is_file():
         raise DataNotFoundError(
-            f"DailyDialog++ {split} data not found: looked for {path}. Point the harness at a copy with "
-            f"--data-dir DIR or HARNESS_DATA_DIR=DIR, with the files in DIR/{sub}/dataset/. The official files are "
-            f"dataset/{split}.json in {REPO_URL} (also linked from https://iitmnlp.github.io/DailyDialog-plusplus/); "
-            "'harness data fetch dailydialog-plusplus' downloads them."
+            f"DailyDialog++ {split} data not found: looked for {path}. Get it with 'harness data fetch "
+            f"dailydialog-plusplus' (official dataset/{split}.json of {REPO_URL}), or use --data-dir DIR or "
+            f"HARNESS_DATA_DIR=DIR (files in DIR/{sub}/dataset/)."
         )
 
     records = _read_split(path)

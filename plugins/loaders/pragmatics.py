@@ -147,9 +147,9 @@ def load_pragmatics_mcq(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
         looked += [JSONL_NAME] if fmt in ("auto", "jsonl") else []
         raise DataNotFoundError(
             f"pragmatics-mcq data (format {fmt}) not found in {root}/: looked for {' and '.join(looked)}. "
-            f"Use --data-dir DIR or HARNESS_DATA_DIR=DIR (files in DIR/{sub}/); official files: fj_raw_data/ and "
-            f"human_data/fj/ of {HU_REPO_URL}, in DIR/{sub}/hu2023/; 'harness data fetch pragmatics-mcq' downloads "
-            "them." + download_note
+            f"Get it with 'harness data fetch pragmatics-mcq' (official fj_raw_data/ and human_data/fj/ of "
+            f"{HU_REPO_URL}), or use --data-dir DIR or HARNESS_DATA_DIR=DIR (files in DIR/{sub}/hu2023/)."
+            + download_note
         )
     texts = read_tsvilodub(root, phenomena, files, download_note) if descriptions == "tsvilodub" else {}
     human_n = check_same_n(items)

@@ -182,8 +182,8 @@ def _not_found_message(fmt: str, root: Path, sub: object) -> str:
         looked.append(" or ".join(names) if name == "official" else " + ".join(names))
     return (
         f"Provo data (format {fmt}) not found in {root}/: looked for {'; '.join(looked)}. "
-        f"Use --data-dir DIR or HARNESS_DATA_DIR=DIR (files in DIR/{sub}/); official release: {OSF_PROJECT_URL}; "
-        "'harness data fetch provo' downloads it (no pinned checksum)."
+        f"Get it with 'harness data fetch provo' ({OSF_PROJECT_URL}), or use --data-dir DIR or HARNESS_DATA_DIR=DIR "
+        f"(DIR/{sub if len(str(sub)) <= 24 else '...'}/)."
     )
 
 

@@ -196,9 +196,8 @@ def load_wmt14_multiref(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
         ]
         raise DataNotFoundError(
             f"WMT'14 multi-reference data ({pair}, format {fmt}) not found in {root}/: looked for "
-            f"{' and '.join(looked)}. Use --data-dir DIR or HARNESS_DATA_DIR=DIR (files in DIR/{sub}/); official "
-            f"file: {official.name} of {REPO_URL} (Ott et al., 2018, CC BY-NC 4.0), in DIR/{sub}/original/; "
-            "'harness data fetch wmt14-multiref' downloads it."
+            f"{' and '.join(looked)}. Get it with 'harness data fetch wmt14-multiref' (official {official.name} of "
+            f"{REPO_URL}), or use --data-dir DIR or HARNESS_DATA_DIR=DIR (files in DIR/{sub}/)."
         )
 
     language = PAIRS[pair]
