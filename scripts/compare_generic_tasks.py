@@ -57,8 +57,13 @@ def run(task_file: Path, out: Path, args: argparse.Namespace) -> Path:
     return found[0]
 
 
-def latest_samples(folder: Path) -> bytes:
-    return Path(sorted(glob.glob(str(folder / f"samples_{SHARED_NAME}_*.jsonl")))[-1]).read_bytes()
+def task_names(results: dict[str, Any]) -> list[str]:
+    """The twin's names in the results: ``generic-twin``, or one per decoding (``generic-twin@ancestral``)."""
+    return sorted(k for k in results["metrics"] if k == SHARED_NAME or k.startswith(SHARED_NAME + "@"))
+
+
+def latest_samples(folder: Path, task: str) -> bytes:
+    return Path(sorted(glob.glob(glob.escape(str(folder / f"samples_{task}_")) + "*.jsonl"))[-1]).read_bytes()
 
 
 def compare(builtin: str, twin: str, args: argparse.Namespace, scratch: Path) -> bool:
@@ -66,29 +71,34 @@ def compare(builtin: str, twin: str, args: argparse.Namespace, scratch: Path) ->
     folder.mkdir()
     a = run(renamed_copy(REPO / "tasks" / f"{builtin}.yaml", folder, "builtin"), folder / "builtin-run", args)
     b = run(renamed_copy(REPO / twin, folder, "generic"), folder / "generic-run", args)
-    same = True
-    sa, sb = latest_samples(a), latest_samples(b)
-    records = sa.count(b"\n")
-    if sa != sb:
-        same = False
-        la, lb = sa.splitlines(), sb.splitlines()
-        diff = [i for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y]
-        print(f"  {builtin}: samples differ in {len(diff)} of {records} records (line counts {len(la)}, {len(lb)})")
-        if diff:
-            x, y = json.loads(la[diff[0]]), json.loads(lb[diff[0]])
-            for key in x:
-                if x[key] != y.get(key):
-                    print(f"    first difference, record {diff[0] + 1}, field {key}: {str(x[key])[:160]} | {str(y.get(key))[:160]}")
     ra: dict[str, Any] = json.loads((a / "results.json").read_text())
     rb: dict[str, Any] = json.loads((b / "results.json").read_text())
-    n_metrics = len(ra["metrics"].get(SHARED_NAME, {}))
-    for key in COMPARED:
-        x, y = ra.get(key, {}).get(SHARED_NAME), rb.get(key, {}).get(SHARED_NAME)
-        if x != y:
+    same = task_names(ra) == task_names(rb)
+    records = n_metrics = 0
+    for task in task_names(ra):
+        sa, sb = latest_samples(a, task), latest_samples(b, task)
+        records += sa.count(b"\n")
+        if sa != sb:
             same = False
-            print(f"  {builtin}: '{key}' differs: {str(x)[:200]} | {str(y)[:200]}")
+            la, lb = sa.splitlines(), sb.splitlines()
+            diff = [i for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y]
+            print(f"  {task}: samples differ in {len(diff)} of {len(la)} records (line counts {len(la)}, {len(lb)})")
+            if diff:
+                x, y = json.loads(la[diff[0]]), json.loads(lb[diff[0]])
+                for key in x:
+                    if x[key] != y.get(key):
+                        print(
+                            f"    first difference, record {diff[0] + 1}, field {key}: {str(x[key])[:160]} | "
+                            f"{str(y.get(key))[:160]}"
+                        )
+        n_metrics += len(ra["metrics"].get(task, {}))
+        for key in COMPARED:
+            x, y = ra.get(key, {}).get(task), rb.get(key, {}).get(task)
+            if x != y:
+                same = False
+                print(f"  {task}: '{key}' differs: {str(x)[:200]} | {str(y)[:200]}")
     verdict = "identical" if same else "DIFFERENT"
-    print(f"{builtin} vs {twin}: {verdict} ({records} sample records, {n_metrics} metrics)")
+    print(f"{builtin} vs {twin}: {verdict} ({records} sample records, {n_metrics} metrics)", flush=True)
     return same
 
 
