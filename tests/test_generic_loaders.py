@@ -352,3 +352,37 @@ def test_the_data_hash_follows_the_bytes_of_every_file_read(tmp_path: Path) -> N
     write(tmp_path, "cloze.csv", LONG_CSV.replace("floor,2", "floor,3"))
     after = load("generic_cloze", options, tmp_path).data_hash
     assert len({before, with_spelling, after}) == 3
+
+
+def test_choice_list_of_choices_with_option_keys_and_proportions_without_people(tmp_path: Path) -> None:
+    jsonl(
+        tmp_path,
+        "q.jsonl",
+        [
+            {"q": "Best?", "opts": ["Red", "Blue"], "keys": ["r", "b"], "picks": ["r", "R", "b", "", "r"], "t": "b"},
+            {"q": "Worst?", "opts": ["Red", "Blue"], "keys": ["r", "b"], "shares": [0.2, 0.8], "t": "r"},
+        ],
+    )
+    listed = {
+        "files": "q.jsonl",
+        "text": "q",
+        "options": "opts",
+        "option_keys": "keys",
+        "target": "t",
+        "filter": "{{ picks is defined and picks is not none }}",
+        "human": {"shape": "list", "responses": "picks"},
+        "normalise": {"case": "fold"},
+    }
+    (first,) = load("generic_choice", listed, tmp_path).instances
+    # "R" is "r" once case is folded; the empty choice is no answer (dropped, counted).
+    assert first.human_counts == (3, 1) and first.target == 1 and first.meta == {"n_human_missing": 1}
+    shares = {
+        "files": "q.jsonl",
+        "text": "q",
+        "options": "opts",
+        "target_index": "{{ 0 }}",
+        "filter": "{{ shares is defined and shares is not none }}",
+        "human": {"shape": "parallel", "proportions": "shares"},
+    }
+    (second,) = load("generic_choice", shares, tmp_path).instances
+    assert second.human_counts == pytest.approx((0.2, 0.8)) and not second.counts_known
