@@ -12,11 +12,12 @@ from typing import Any, TypeVar
 
 from harness.data import LoadedData
 from harness.errors import HarnessError, shorten_repr
+from harness.instances import Instance
 from harness.options import Option, Options, optional
 from plugins.loaders.generic.fields import Field, RowError, column_or_template, is_template
 from plugins.loaders.generic.human import HumanSpec, Productions, human_option, read_row
-from plugins.loaders.generic.normalise import Normaliser, normaliser_option
-from plugins.loaders.generic.table import Table
+from plugins.loaders.generic.normalise import Normaliser, build_normaliser, normaliser_option
+from plugins.loaders.generic.table import Table, read_table
 
 #: Bad rows listed in one error (the count says how many more there were).
 MAX_REPORTED = 20
@@ -192,15 +193,69 @@ def with_extra_files(data_hash: str, normaliser: Normaliser) -> str:
 PREVIEW_ROWS = 50
 
 
-def data_check(
-    load: Callable[[Mapping[str, Any], Path, int | None], LoadedData],
-) -> Callable[[Mapping[str, Any], Path], str]:
-    """The loader's ``check_data``: the same reading and mapping, on the first ``PREVIEW_ROWS`` rows of each file."""
+class Tally:
+    """What a loader records about its instances beside them: how many give only proportions of people, and why."""
 
-    def check(options: Mapping[str, Any], data_dir: Path) -> str:
-        loaded = load(options, data_dir, PREVIEW_ROWS)
+    def __init__(self) -> None:
+        self.proportions_only = 0
+        self.reasons: set[str] = set()
+        self.numbered = 0
+
+    def counted(self, known: bool, reason: str) -> None:
+        if not known:
+            self.proportions_only += 1
+            self.reasons.add(reason)
+
+    def next_number(self) -> int:
+        """The next instance's number from 1 (a default item number)."""
+        self.numbered += 1
+        return self.numbered
+
+
+#: ``build(group, parsed options, normaliser, tally)``: one instance from one group of rows.
+Build = Callable[[Group, Mapping[str, Any], Normaliser, Tally], Instance]
+
+
+@dataclass(frozen=True)
+class GenericLoader:
+    """What the three generic loaders share: options, reading, grouping, reporting bad rows, the data source record.
+
+    Each loader gives its name, options, normalisation defaults, the options it cannot do without, a check of the
+    parsed options together (``check``) and ``build``, which turns one group of rows into one instance."""
+
+    name: str
+    options: Options
+    defaults: Normaliser
+    required: tuple[str, ...]
+    build: Build
+    check: Callable[[Mapping[str, Any]], None] | None = None
+
+    def load(self, options: Mapping[str, Any], data_dir: Path, max_rows: int | None = None) -> LoadedData:
+        parsed = self.options.parse(options, f"data options of loader '{self.name}'")
+        require(parsed, self.required, self.name)
+        if self.check is not None:
+            self.check(parsed)
+        table = read_table(options, data_dir, self.name, max_rows=max_rows)
+        normaliser = build_normaliser(parsed["normalise"], self.defaults, data_dir)
+        tally = Tally()
+
+        def one(group: Group) -> Instance:
+            return self.build(group, parsed, normaliser, tally)
+
+        instances = build_all(groups(table, parsed["group_by"]), one, self.name)
+        source = {
+            "loader": self.name,
+            **table.source,
+            "normalise": normaliser.describe(),
+            "n_instances": len(instances),
+        }
+        if tally.proportions_only:
+            source["proportions_only"] = {"n": tally.proportions_only, "reasons": sorted(tally.reasons)}
+        return LoadedData(instances, with_extra_files(table.data_hash, normaliser), source)
+
+    def check_data(self, options: Mapping[str, Any], data_dir: Path) -> str:
+        """``harness validate``'s check: the same reading and mapping, on the first ``PREVIEW_ROWS`` rows of a file."""
+        loaded = self.load(options, data_dir, PREVIEW_ROWS)
         files = loaded.source.get("files") or [loaded.source.get("hub", "")]
         shown = ", ".join(str(f) for f in files[:2]) + (f" and {len(files) - 2} more" if len(files) > 2 else "")
         return f"the first {PREVIEW_ROWS} rows of {shown} make {len(loaded.instances)} instances"
-
-    return check

@@ -17,24 +17,21 @@ from typing import Any
 
 from harness.data import LoadedData, takes_options
 from harness.errors import HarnessError, shorten_repr
-from harness.instances import ChoiceInstance, Instance
+from harness.instances import ChoiceInstance
 from harness.options import Option, Options, optional
 from plugins.loaders.generic.build import (
     COMMON_OPTIONS,
+    GenericLoader,
     Group,
-    build_all,
-    data_check,
-    groups,
+    Tally,
     instance_id,
     meta_of,
-    require,
     text,
-    with_extra_files,
 )
 from plugins.loaders.generic.fields import Field, RowError, column_or_template, list_field, text_or_template
 from plugins.loaders.generic.human import Productions, option_counts, people, recover_counts
-from plugins.loaders.generic.normalise import Normaliser, build_normaliser
-from plugins.loaders.generic.table import SOURCE_OPTIONS, read_table
+from plugins.loaders.generic.normalise import Normaliser
+from plugins.loaders.generic.table import SOURCE_OPTIONS
 
 LOADER = "generic_choice"
 DEFAULTS = Normaliser(case="keep", punctuation="keep")
@@ -81,25 +78,9 @@ OPTIONS = (
 )
 
 
-def _load(options: Mapping[str, Any], data_dir: Path, max_rows: int | None = None) -> LoadedData:
-    """Multiple-choice instances from the rows the options name (see ``docs/your-data.md``)."""
-    parsed = OPTIONS.parse(options, f"data options of loader '{LOADER}'")
-    require(parsed, ("text", "options", "human"), LOADER)
+def _check(parsed: Mapping[str, Any]) -> None:
     if (parsed["target"] is None) == (parsed["target_index"] is None):
         raise HarnessError(f"data options of loader '{LOADER}': give exactly one of 'target' and 'target_index'")
-    table = read_table(options, data_dir, LOADER, max_rows=max_rows)
-    normaliser = build_normaliser(parsed["normalise"], DEFAULTS, data_dir)
-    stats: dict[str, Any] = {"n_proportions_only": 0, "reasons": set()}
-    numbered = iter(range(1, 1 << 62))
-
-    def build(group: Group) -> ChoiceInstance:
-        return choice_instance(group, parsed, normaliser, stats, next(numbered))
-
-    instances: list[Instance] = list(build_all(groups(table, parsed["group_by"]), build, LOADER))
-    source = {"loader": LOADER, **table.source, "normalise": normaliser.describe(), "n_instances": len(instances)}
-    if stats["n_proportions_only"]:
-        source["proportions_only"] = {"n": stats["n_proportions_only"], "reasons": sorted(stats["reasons"])}
-    return LoadedData(instances, with_extra_files(table.data_hash, normaliser), source)
 
 
 def _texts(value: Any, where: str, name: str) -> tuple[str, ...]:
@@ -108,9 +89,7 @@ def _texts(value: Any, where: str, name: str) -> tuple[str, ...]:
     return tuple(text(v, where, f"{name}[{k}]") for k, v in enumerate(value))
 
 
-def choice_instance(
-    group: Group, parsed: Mapping[str, Any], normaliser: Normaliser, stats: dict[str, Any], number: int
-) -> ChoiceInstance:
+def choice_instance(group: Group, parsed: Mapping[str, Any], normaliser: Normaliser, tally: Tally) -> ChoiceInstance:
     where = group.where
     options_field: Field = parsed["options"]
     value = group.same(options_field)
@@ -155,15 +134,13 @@ def choice_instance(
         target = raw
 
     counts, known, reason, missing = _choice_counts(group, parsed, option_index, len(options))
-    if not known:
-        stats["n_proportions_only"] += 1
-        stats["reasons"].add(reason)
+    tally.counted(known, reason)
     types: tuple[str, ...] = ()
     if parsed["option_types"] is not None:
         types = _texts(group.same(parsed["option_types"]), where, "option_types")
         if len(types) != len(options):
             raise RowError(f"{where}: field 'option_types': {len(types)} types for {len(options)} options")
-    item_id = number
+    item_id = tally.next_number()
     if parsed["item_id"] is not None:
         raw_id = group.same(parsed["item_id"])
         if isinstance(raw_id, bool) or not isinstance(raw_id, int):
@@ -222,7 +199,10 @@ def _choice_counts(
     return tuple(number(t) for t in totals), counted.counts_known, counted.reason, number(missing)
 
 
-@takes_options(OPTIONS, name=LOADER, check_data=data_check(_load))
+GENERIC = GenericLoader(LOADER, OPTIONS, DEFAULTS, ("text", "options", "human"), choice_instance, _check)
+
+
+@takes_options(OPTIONS, name=LOADER, check_data=GENERIC.check_data)
 def load_generic_choice(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
-    """The ``choice`` instances of a task's data (``docs/your-data.md``)."""
-    return _load(options, data_dir)
+    """Multiple-choice instances from the rows the options name (``docs/your-data.md``)."""
+    return GENERIC.load(options, data_dir)

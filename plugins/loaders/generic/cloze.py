@@ -19,25 +19,22 @@ from pathlib import Path
 from typing import Any
 
 from harness.data import LoadedData, takes_options
-from harness.instances import ClozeInstance, Instance
+from harness.instances import ClozeInstance
 from harness.options import Option, Options, optional
 from harness.text import normalise_word
 from plugins.loaders.generic.build import (
     COMMON_OPTIONS,
+    GenericLoader,
     Group,
-    build_all,
-    data_check,
-    groups,
+    Tally,
     instance_id,
     meta_of,
-    require,
     text,
-    with_extra_files,
 )
 from plugins.loaders.generic.fields import RowError, column_or_template
 from plugins.loaders.generic.human import recover_counts
-from plugins.loaders.generic.normalise import Normaliser, build_normaliser
-from plugins.loaders.generic.table import SOURCE_OPTIONS, read_table
+from plugins.loaders.generic.normalise import Normaliser
+from plugins.loaders.generic.table import SOURCE_OPTIONS
 
 LOADER = "generic_cloze"
 #: A cloze study's usual coding: case and punctuation variants are one answer, an empty box is no answer.
@@ -53,27 +50,7 @@ OPTIONS = (
 )
 
 
-def _load(options: Mapping[str, Any], data_dir: Path, max_rows: int | None = None) -> LoadedData:
-    """Cloze instances from the rows the options name (see ``docs/your-data.md``)."""
-    parsed = OPTIONS.parse(options, f"data options of loader '{LOADER}'")
-    require(parsed, ("context", "human"), LOADER)
-    table = read_table(options, data_dir, LOADER, max_rows=max_rows)
-    normaliser = build_normaliser(parsed["normalise"], DEFAULTS, data_dir)
-    stats: dict[str, Any] = {"n_proportions_only": 0, "reasons": set()}
-
-    def build(group: Group) -> ClozeInstance:
-        return cloze_instance(group, parsed, normaliser, stats)
-
-    instances: list[Instance] = list(build_all(groups(table, parsed["group_by"]), build, LOADER))
-    source = {"loader": LOADER, **table.source, "normalise": normaliser.describe(), "n_instances": len(instances)}
-    if stats["n_proportions_only"]:
-        source["proportions_only"] = {"n": stats["n_proportions_only"], "reasons": sorted(stats["reasons"])}
-    return LoadedData(instances, with_extra_files(table.data_hash, normaliser), source)
-
-
-def cloze_instance(
-    group: Group, parsed: Mapping[str, Any], normaliser: Normaliser, stats: dict[str, Any]
-) -> ClozeInstance:
+def cloze_instance(group: Group, parsed: Mapping[str, Any], normaliser: Normaliser, tally: Tally) -> ClozeInstance:
     where = group.where
     context = text(group.same(parsed["context"]), where, "context", required=False)
     target_raw = text(group.same(parsed["target"]), where, "target", required=False)
@@ -96,9 +73,7 @@ def cloze_instance(
             dropped += weight
     if not counts or sum(counts.values()) <= 0:
         raise RowError(f"{where}: field 'human.responses': no human responses left (empty, no answer, or counts of 0)")
-    if not counted.counts_known:
-        stats["n_proportions_only"] += 1
-        stats["reasons"].add(counted.reason)
+    tally.counted(counted.counts_known, counted.reason)
     number = int if counted.counts_known else float
     ordered = {w: number(c) for w, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
     meta = meta_of(parsed["meta"], group)
@@ -119,7 +94,10 @@ def cloze_instance(
     )
 
 
-@takes_options(OPTIONS, name=LOADER, check_data=data_check(_load))
+GENERIC = GenericLoader(LOADER, OPTIONS, DEFAULTS, ("context", "human"), cloze_instance)
+
+
+@takes_options(OPTIONS, name=LOADER, check_data=GENERIC.check_data)
 def load_generic_cloze(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
-    """The ``cloze`` instances of a task's data (``docs/your-data.md``)."""
-    return _load(options, data_dir)
+    """Cloze instances from the rows the options name (``docs/your-data.md``)."""
+    return GENERIC.load(options, data_dir)

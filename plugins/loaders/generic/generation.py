@@ -17,23 +17,20 @@ from typing import Any
 
 from harness.data import LoadedData, takes_options
 from harness.errors import HarnessError
-from harness.instances import GenerationInstance, Instance
+from harness.instances import GenerationInstance
 from harness.options import Option, Options, optional
 from plugins.loaders.generic.build import (
     COMMON_OPTIONS,
+    GenericLoader,
     Group,
-    build_all,
-    data_check,
-    groups,
+    Tally,
     instance_id,
     meta_of,
-    require,
     text,
-    with_extra_files,
 )
 from plugins.loaders.generic.fields import Field, RowError, column_or_template, text_or_template
-from plugins.loaders.generic.normalise import Normaliser, build_normaliser
-from plugins.loaders.generic.table import SOURCE_OPTIONS, read_table
+from plugins.loaders.generic.normalise import Normaliser
+from plugins.loaders.generic.table import SOURCE_OPTIONS
 
 LOADER = "generic_generation"
 DEFAULTS = Normaliser(case="keep", punctuation="keep")
@@ -54,10 +51,7 @@ OPTIONS = (
 )
 
 
-def _load(options: Mapping[str, Any], data_dir: Path, max_rows: int | None = None) -> LoadedData:
-    """Generation instances from the rows the options name (see ``docs/your-data.md``)."""
-    parsed = OPTIONS.parse(options, f"data options of loader '{LOADER}'")
-    require(parsed, ("human",), LOADER)
+def _check(parsed: Mapping[str, Any]) -> None:
     if (parsed["source"] is None) == (parsed["turns"] is None):
         raise HarnessError(f"data options of loader '{LOADER}': give exactly one of 'source' and 'turns'")
     if parsed["human"].uses_proportions():
@@ -65,18 +59,11 @@ def _load(options: Mapping[str, Any], data_dir: Path, max_rows: int | None = Non
             f"data options of loader '{LOADER}': 'human': generation needs the productions themselves, "
             "not their proportions (the probes compare individual texts)"
         )
-    table = read_table(options, data_dir, LOADER, max_rows=max_rows)
-    normaliser = build_normaliser(parsed["normalise"], DEFAULTS, data_dir)
-
-    def build(group: Group) -> GenerationInstance:
-        return generation_instance(group, parsed, normaliser)
-
-    instances: list[Instance] = list(build_all(groups(table, parsed["group_by"]), build, LOADER))
-    source = {"loader": LOADER, **table.source, "normalise": normaliser.describe(), "n_instances": len(instances)}
-    return LoadedData(instances, with_extra_files(table.data_hash, normaliser), source)
 
 
-def generation_instance(group: Group, parsed: Mapping[str, Any], normaliser: Normaliser) -> GenerationInstance:
+def generation_instance(
+    group: Group, parsed: Mapping[str, Any], normaliser: Normaliser, tally: Tally
+) -> GenerationInstance:
     where = group.where
     turns: tuple[str, ...] = ()
     source = ""
@@ -112,7 +99,10 @@ def generation_instance(group: Group, parsed: Mapping[str, Any], normaliser: Nor
     )
 
 
-@takes_options(OPTIONS, name=LOADER, check_data=data_check(_load))
+GENERIC = GenericLoader(LOADER, OPTIONS, DEFAULTS, ("human",), generation_instance, _check)
+
+
+@takes_options(OPTIONS, name=LOADER, check_data=GENERIC.check_data)
 def load_generic_generation(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
-    """The ``generation`` instances of a task's data (``docs/your-data.md``)."""
-    return _load(options, data_dir)
+    """Generation instances from the rows the options name (``docs/your-data.md``)."""
+    return GENERIC.load(options, data_dir)
