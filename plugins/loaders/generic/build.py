@@ -17,7 +17,7 @@ from harness.options import Option, Options, optional
 from plugins.loaders.generic.fields import Field, RowError, column_or_template, is_template
 from plugins.loaders.generic.human import HumanSpec, Productions, human_option, read_row
 from plugins.loaders.generic.normalise import Normaliser, build_normaliser, normaliser_option
-from plugins.loaders.generic.table import Table, read_table
+from plugins.loaders.generic.table import SOURCE_OPTIONS, Table, read_table
 
 #: Bad rows listed in one error (the count says how many more there were).
 MAX_REPORTED = 20
@@ -61,6 +61,10 @@ COMMON_OPTIONS = Options(
     Option("human", optional(human_option), None, "where the human productions are (required): see docs/your-data.md"),
     Option("normalise", optional(normaliser_option()), None, "response normalisation: case, punctuation, ..."),
 )
+
+
+#: Every generic loader's options before its own: where the rows come from, then the shared fields.
+BASE_OPTIONS = SOURCE_OPTIONS | COMMON_OPTIONS
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from harness.errors import HarnessError, shorten_repr
 from harness.instances import ChoiceInstance
 from harness.options import Option, Options, optional
 from plugins.loaders.generic.build import (
-    COMMON_OPTIONS,
+    BASE_OPTIONS,
     GenericLoader,
     Group,
     Tally,
@@ -31,7 +31,6 @@ from plugins.loaders.generic.build import (
 from plugins.loaders.generic.fields import Field, RowError, column_or_template, list_field, text_or_template
 from plugins.loaders.generic.human import Productions, option_counts, people, recover_counts
 from plugins.loaders.generic.normalise import Normaliser
-from plugins.loaders.generic.table import SOURCE_OPTIONS
 
 LOADER = "generic_choice"
 DEFAULTS = Normaliser(case="keep", punctuation="keep")
@@ -56,25 +55,21 @@ def _options(value: Any) -> Field:
 
 _options.type_name = "column | template | list | {key: text}"  # type: ignore[attr-defined]
 
-OPTIONS = (
-    SOURCE_OPTIONS
-    | COMMON_OPTIONS
-    | Options(
-        Option("text", optional(column_or_template("text")), None, "what the item asks: a column or a template"),
-        Option(
-            "description",
-            text_or_template("description"),
-            Field("description", constant=""),
-            "the task description a prompt opens with",
-        ),
-        Option("options", optional(_options), None, "the options (required): column, template, list or mapping"),
-        Option("option_keys", optional(list_field("option_keys")), None, "the keys the data names options by"),
-        Option("option_types", optional(list_field("option_types")), None, "a finer label per option (kept)"),
-        Option("target", optional(column_or_template("target")), None, "the target option's key"),
-        Option("target_index", optional(column_or_template("target_index", native=True)), None, "or its index from 0"),
-        Option("group", optional(column_or_template("group")), None, "the item's group (metrics per group)"),
-        Option("item_id", optional(column_or_template("item_id", native=True)), None, "the item's number"),
-    )
+OPTIONS = BASE_OPTIONS | Options(
+    Option("text", optional(column_or_template("text")), None, "what the item asks: a column or a template"),
+    Option(
+        "description",
+        text_or_template("description"),
+        Field("description", constant=""),
+        "the task description a prompt opens with",
+    ),
+    Option("options", optional(_options), None, "the options (required): column, template, list or mapping"),
+    Option("option_keys", optional(list_field("option_keys")), None, "the keys the data names options by"),
+    Option("option_types", optional(list_field("option_types")), None, "a finer label per option (kept)"),
+    Option("target", optional(column_or_template("target")), None, "the target option's key"),
+    Option("target_index", optional(column_or_template("target_index", native=True)), None, "or its index from 0"),
+    Option("group", optional(column_or_template("group")), None, "the item's group (metrics per group)"),
+    Option("item_id", optional(column_or_template("item_id", native=True)), None, "the item's number"),
 )
 
 

@@ -23,7 +23,7 @@ from harness.instances import ClozeInstance
 from harness.options import Option, Options, optional
 from harness.text import normalise_word
 from plugins.loaders.generic.build import (
-    COMMON_OPTIONS,
+    BASE_OPTIONS,
     GenericLoader,
     Group,
     Tally,
@@ -34,19 +34,14 @@ from plugins.loaders.generic.build import (
 from plugins.loaders.generic.fields import RowError, column_or_template
 from plugins.loaders.generic.human import recover_counts
 from plugins.loaders.generic.normalise import Normaliser
-from plugins.loaders.generic.table import SOURCE_OPTIONS
 
 LOADER = "generic_cloze"
 #: A cloze study's usual coding: case and punctuation variants are one answer, an empty box is no answer.
 DEFAULTS = Normaliser(case="fold", punctuation="strip")
 
-OPTIONS = (
-    SOURCE_OPTIONS
-    | COMMON_OPTIONS
-    | Options(
-        Option("context", optional(column_or_template("context")), None, "the text before the position (required)"),
-        Option("target", optional(column_or_template("target")), None, "the corpus word that followed, if known"),
-    )
+OPTIONS = BASE_OPTIONS | Options(
+    Option("context", optional(column_or_template("context")), None, "the text before the position (required)"),
+    Option("target", optional(column_or_template("target")), None, "the corpus word that followed, if known"),
 )
 
 

@@ -20,7 +20,7 @@ from harness.errors import HarnessError
 from harness.instances import GenerationInstance
 from harness.options import Option, Options, optional
 from plugins.loaders.generic.build import (
-    COMMON_OPTIONS,
+    BASE_OPTIONS,
     GenericLoader,
     Group,
     Tally,
@@ -30,24 +30,19 @@ from plugins.loaders.generic.build import (
 )
 from plugins.loaders.generic.fields import Field, RowError, column_or_template, text_or_template
 from plugins.loaders.generic.normalise import Normaliser
-from plugins.loaders.generic.table import SOURCE_OPTIONS
 
 LOADER = "generic_generation"
 DEFAULTS = Normaliser(case="keep", punctuation="keep")
 
-OPTIONS = (
-    SOURCE_OPTIONS
-    | COMMON_OPTIONS
-    | Options(
-        Option("source", optional(column_or_template("source")), None, "the input: a column or a template"),
-        Option("turns", optional(column_or_template("turns", native=True)), None, "a dialogue: a list column of turns"),
-        Option(
-            "language",
-            text_or_template("language"),
-            Field("language", constant="en", given="en"),
-            "language code of the productions (en, de, ...)",
-        ),
-    )
+OPTIONS = BASE_OPTIONS | Options(
+    Option("source", optional(column_or_template("source")), None, "the input: a column or a template"),
+    Option("turns", optional(column_or_template("turns", native=True)), None, "a dialogue: a list column of turns"),
+    Option(
+        "language",
+        text_or_template("language"),
+        Field("language", constant="en", given="en"),
+        "language code of the productions (en, de, ...)",
+    ),
 )
 
 
