@@ -82,7 +82,11 @@ def compare(builtin: str, twin: str, args: argparse.Namespace, scratch: Path) ->
             same = False
             la, lb = sa.splitlines(), sb.splitlines()
             diff = [i for i, (x, y) in enumerate(zip(la, lb, strict=False)) if x != y]
-            print(f"  {task}: samples differ in {len(diff)} of {len(la)} records (line counts {len(la)}, {len(lb)})")
+            fields = sorted({k for i in diff for k, v in json.loads(la[i]).items() if json.loads(lb[i]).get(k) != v})
+            print(
+                f"  {task}: samples differ in {len(diff)} of {len(la)} records (line counts {len(la)}, {len(lb)}), "
+                f"in the fields {', '.join(fields)}"
+            )
             if diff:
                 x, y = json.loads(la[diff[0]]), json.loads(lb[diff[0]])
                 for key in x:
