@@ -230,6 +230,12 @@ PROVO = DataSet(
     max_bytes=provo.DOWNLOAD_MAX_BYTES,
 )
 
+def _fetch_writingprompts_test(root: Path) -> None:
+    """The archive's test split, extracted where the loader reads it (a module-level function: the registry, with
+    its data sets, is pickled for worker processes)."""
+    writingprompts._download_split(root / "writingprompts", "test")
+
+
 WRITINGPROMPTS = DataSet(
     name="writingprompts",
     title="WritingPrompts: story prompts with several human stories each (Fan et al., 2018)",
@@ -243,7 +249,7 @@ WRITINGPROMPTS = DataSet(
         "no SHA-256 pinned: the release was never available to this project; 'fetch writingprompts' downloads the "
         "archive unverified and extracts the test split the task reads; 'fetch all' leaves it out"
     ),
-    fetcher=lambda root: writingprompts._download_split(root / "writingprompts", "test"),
+    fetcher=_fetch_writingprompts_test,
     derived=("writingprompts/writingprompts_test.jsonl",),
 )
 
