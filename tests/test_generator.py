@@ -665,8 +665,11 @@ def _check_plain_path(generator: BatchGenerator, requests: list[GenerateRequest]
 
 @pytest.mark.slow
 def test_plain_generate_fallback_on_tiny_gpt2(smollm2: Any) -> None:
+    """The plain ``generate`` path (families the shared-prefix attention does not serve, or ``use_shared_prefix``
+    off); GPT-2 itself is served since the attention covers it (``tests/test_model_families.py``)."""
     tokenizer = smollm2.tokenizer
-    generator = BatchGenerator(_tiny_gpt2(tokenizer), tokenizer)
+    assert BatchGenerator(_tiny_gpt2(tokenizer), tokenizer).shared_prefix
+    generator = BatchGenerator(_tiny_gpt2(tokenizer), tokenizer, use_shared_prefix=False)
     assert generator.mode == "generate" and not generator.shared_prefix
     requests = [
         GenerateRequest(prompt="Hello there", n=4, seed=0, max_new_tokens=12),

@@ -19,8 +19,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from plugins.hf.prefix_attention import SUPPORTED_MODEL_TYPES
-
+#: Model types whose MLP is the gated SiLU ``down(silu(gate(x)) * up(x))`` (each layer is checked again by shape).
+GATED_SILU_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3", "olmo2"})
 #: Set on every MLP switched to :func:`_forward_in_place`, so switching twice is a no-op.
 _MARK = "_harness_inplace_mlp"
 
@@ -42,12 +42,13 @@ def _forward_in_place(self: Any, x: torch.Tensor) -> torch.Tensor:
 
 
 def enable(model: Any) -> int:
-    """Switch every gated SiLU MLP of ``model`` (llama family only) to the in-place forward; returns how many.
+    """Switch every gated SiLU MLP of ``model`` (:data:`GATED_SILU_MODEL_TYPES`) to the in-place forward; returns how
+    many.
 
     A layer is switched only if it is exactly ``down_proj(act_fn(gate_proj(x)) * up_proj(x))`` with a plain SiLU (a
     hub kernel or another activation keeps transformers' forward), and only once."""
     config = getattr(model, "config", None)
-    if getattr(config, "model_type", None) not in SUPPORTED_MODEL_TYPES:
+    if getattr(config, "model_type", None) not in GATED_SILU_MODEL_TYPES:
         return 0
     silu = _silu_types()
     switched = 0

@@ -9,7 +9,7 @@ memory from the kernel whose pages fault on first touch: on 2 CPU cores that was
 across passes, so the values are the same bit for bit and only the page faults go.
 
 Only for models whose logits are exactly ``hidden @ lm_head.weight.T`` (a bias-free ``nn.Linear`` head and no
-logit scaling or soft-capping in the model's forward): the llama family the shared-prefix attention supports.
+logit scaling or soft-capping in the model's forward), among the families the shared-prefix attention supports.
 """
 
 from __future__ import annotations
@@ -21,8 +21,9 @@ import torch
 from plugins.hf.model_calls import cache_keyword, output_cache
 from plugins.hf.prefix_attention import SUPPORTED_MODEL_TYPES
 
-#: Model types whose ``forward`` computes logits as the plain LM head of the decoder's hidden states, nothing more:
-#: the families the shared-prefix attention serves (the head is only used on that path).
+#: Model types whose ``forward`` computes logits as the LM head of the decoder's hidden states and nothing more
+#: (``supports`` also checks the head's type and bias and the config's soft-capping and logit scale): the families
+#: the shared-prefix attention serves (the head is only used on that path).
 PLAIN_HEAD_MODEL_TYPES = SUPPORTED_MODEL_TYPES
 
 

@@ -12,12 +12,12 @@ two attention kernels).
 
 One function is registered (under :data:`ATTENTION_NAME`, with ``sdpa``'s mask builder) and switched on once per
 model by :func:`enable`, only for model families whose attention layers call transformers' attention registry with
-rotary-embedded, cache-updated keys (the llama family); other models keep their plain per-row cache. A forward pass
-selects the prefix layout by passing ``shared_prefix=`` (a :class:`PrefixLayout`); without it (a context's own
-forward pass, or the multiple-choice scorer's passes on the same model) the function is ``sdpa``. Everything around
-the arithmetic is shared: the entry point and its ``sdpa`` fallback, the one-position check, the grouped-query
-layout (query head ``h * group + r`` reads key/value head ``h``, the grouping transformers' ``repeat_kv``
-implements), the scale, the layer index, the suffix scores and the output layout.
+position-embedded, cache-updated keys (:data:`SUPPORTED_MODEL_TYPES`); other models keep their plain per-row
+cache. A forward pass selects the prefix layout by passing ``shared_prefix=`` (a :class:`PrefixLayout`); without it
+(a context's own forward pass, or the multiple-choice scorer's passes on the same model) the function is ``sdpa``.
+Everything around the arithmetic is shared: the entry point and its ``sdpa`` fallback, the one-position check, the
+grouped-query layout (query head ``h * group + r`` reads key/value head ``h``, the grouping transformers'
+``repeat_kv`` implements), the scale, the layer index, the suffix scores and the output layout.
 
 Why two layouts, each with its own arithmetic (this is deliberate, not leftover duplication). Outputs must stay bit
 for bit what they were, and the two engines were tuned to different shapes, so each keeps the exact operations, in
@@ -49,8 +49,12 @@ import torch
 
 #: The attention implementation name models are switched to (``model.config._attn_implementation``).
 ATTENTION_NAME = "harness_shared_prefix"
-#: Model types whose attention calls ``ALL_ATTENTION_FUNCTIONS`` with the layout this function expects.
-SUPPORTED_MODEL_TYPES = frozenset({"llama", "mistral", "qwen2", "qwen3"})
+#: Model types whose attention layers call transformers' attention registry with position-embedded, cache-updated
+#: keys (rotary, or GPT-2's and OPT's absolute positions added from the same ``position_ids``), each checked on a tiny
+#: random model by ``tests/test_model_families.py``; the others, and why, in ``docs/word-sampling.md``.
+SUPPORTED_MODEL_TYPES = frozenset(
+    {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "opt", "phi3", "olmo2", "gemma3_text"}
+)
 
 
 class SharedPrefix:
@@ -73,6 +77,8 @@ class SharedPrefix:
         """The prefix held by the batch-1 ``cache`` of a context's forward pass, as views of the cache's tensors:
         positions ``start:end`` of it (one prompt of several packed into that pass, :class:`PackedPrompts`)."""
         keys = [layer.keys[0][:, start:end] for layer in cache.layers]
+        if len({int(k.shape[-2]) for k in keys}) > 1:  # a sliding-window layer kept only its window
+            raise ValueError("a context longer than the model's sliding window (not implemented on this path)")
         return cls(keys, [layer.values[0][:, start:end] for layer in cache.layers])
 
     def shortened(self, length: int) -> SharedPrefix:
@@ -95,6 +101,10 @@ class PrefixLayout(Protocol):
     def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
         """Attention output ``[rows, kv_heads, group, d]`` for the grouped queries ``q [rows, kv_heads, group, d]``
         over the layout's prefixes and the rows' own suffix ``key``/``value [rows, kv_heads, suffix_len, d]``."""
+        ...
+
+    def longest(self) -> int:
+        """The longest prefix any row reads (positions)."""
         ...
 
 
@@ -141,6 +151,9 @@ class PrefixBatch:
                 past = torch.arange(owner.positions, device=device) >= torch.tensor(lengths, device=device)[:, None]
                 mask = torch.zeros(past.shape, device=device).masked_fill_(past, -math.inf)[:, None, None, :]
             self.runs.append((owner, start, end, mask))
+
+    def longest(self) -> int:
+        return max((owner.positions for owner, _, _, _ in self.runs), default=0)
 
     def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
         """Per run: the scores ``[prefix; suffix]`` of every row, one float32 softmax, the two value products added.
@@ -240,6 +253,9 @@ class PassPrefix:
         self.prompt = torch.tensor(list(row_prompts), dtype=torch.long, device=device)
         self.slot = torch.tensor(slots, dtype=torch.long, device=device)
         self.max_rows = max(seen.values())
+
+    def longest(self) -> int:
+        return self.group.max_length
 
     def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
         """The prompt part is one batched product over ``[prompts, kv_heads, rows_per_prompt * group, max_len]``
@@ -379,6 +395,9 @@ def prefix_attention(
         raise ValueError("shared-prefix attention takes one new position per row")
     kv_heads = key.shape[1]
     scale = scaling if scaling is not None else dim**-0.5
+    window, longest = kwargs.get("sliding_window"), shared_prefix.longest() + key.shape[2]
+    if (window is not None and longest > window) or kwargs.get("softcap") is not None:  # every row reads all its prefix
+        raise ValueError(f"{longest} positions over a sliding window of {window}, or soft-capping: not implemented")
     layer = int(getattr(module, "layer_idx"))  # noqa: B009 - set by transformers on every attention layer
     # Query head h*group + r reads key/value head h (the grouping transformers' repeat_kv implements).
     q = query.reshape(rows, kv_heads, q_heads // kv_heads, dim)
