@@ -16,9 +16,9 @@ distribution with far fewer token positions (see ``docs/word-sampling.md``):
 The word of a sample is a function of its token sequence only, and a leaf is only declared once every extension of
 its prefix yields the same word, so stopping early never changes a sample's word.
 
-For the families of ``prefix_attention.SUPPORTED_MODEL_TYPES`` the context's keys/values are kept once and read through the attention kernel shared with the
-generator (:mod:`plugins.hf.prefix_attention`); texts are decoded and contexts fitted as the generator does
-(:mod:`plugins.hf.tokens`).
+For the families of ``prefix_attention.SUPPORTED_MODEL_TYPES`` the context's keys/values are kept once and read
+through the attention kernel shared with the generator (:mod:`plugins.hf.prefix_attention`); texts are decoded and
+contexts fitted as the generator does (:mod:`plugins.hf.tokens`).
 
 Results depend on the request and the model only (one request is processed at a time, traversal order and random
 draws are fixed by ``request.seed``). The batch size changes how rows are grouped into forward passes, which can
