@@ -125,8 +125,10 @@ class ChoiceInstance(Instance):
     #: The release's finer label of each option (``Correct``, ``IncorrectLiteral``, ...), one per option in the
     #: same order; written to ``samples_<task>.jsonl``, not read by the scorers.
     option_types: tuple[str, ...] = ()
-    #: Index (from 0) in ``options`` of the intended (e.g. pragmatic) option: what accuracy counts as right.
-    target: int = 0
+    #: Index (from 0) in ``options`` of the intended (e.g. pragmatic) option: what accuracy counts as right. None
+    #: where the data names no target (a label distribution): the metrics defined against a target (accuracy,
+    #: ``p_target``, the binomial fit, the robustness report's target columns) are left out for it.
+    target: int | None = 0
     #: How many people chose each option: one count per option, in the same order; with ``counts_known`` False, the
     #: share of people who chose it instead (the shares sum to 1).
     human_counts: tuple[float, ...] = ()

@@ -243,3 +243,47 @@ def test_proportions_without_people_and_without_a_corpus_word_say_what_cannot_be
     paper_metrics = json.loads((paper / "mock__test" / "results.json").read_text())["metrics"]["shares-cloze"]
     assert "ece_model_majority" in paper_metrics
     assert not any("corpus" in name or "oracle" in name for name in paper_metrics)
+
+
+LABEL_DISTRIBUTION_TASK = """\
+task: my-labels
+version: 1
+loader: generic_choice
+data:
+  files: labels.jsonl
+  id: item
+  text: "{{ sentence }}\\nHow does the writer feel?"
+  options: [happy, sad, angry]
+  human: {shape: parallel, counts: votes}
+request: multiple_choice
+params: {option_orders: 2}
+scorers: [mcq_human, mcq_string, mcq_label, mcq_free, mcq_robustness]
+"""
+
+
+def test_a_label_distribution_without_a_target_keeps_the_distribution_metrics(cli: Any, tmp_path: Path) -> None:
+    """No target in the data: TVD and the multinomial fit are computed, accuracy, p_target and the binomial are not."""
+    data = tmp_path / "data"
+    data.mkdir()
+    items = [
+        {"item": "a", "sentence": "I won the prize!", "votes": [8, 1, 1]},
+        {"item": "b", "sentence": "My cat is lost.", "votes": [0, 7, 3]},
+        {"item": "c", "sentence": "They cancelled again.", "votes": [1, 4, 5]},
+    ]
+    (data / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in items))
+    task_file = tmp_path / "labels.yaml"
+    task_file.write_text(LABEL_DISTRIBUTION_TASK)
+    runs = tmp_path / "runs"
+    cli("run", "--tasks", str(task_file), "--model", "mock:test", "--data-dir", str(data), "--output-dir", str(runs))
+    results = json.loads((runs / "mock__test" / "results.json").read_text())
+    metrics = results["metrics"]["my-labels"]
+    assert "my-labels" not in results.get("unavailable", {})
+    assert "string.prob/tvd" in metrics and "string.prob/ll_multinomial" in metrics
+    assert not any(name.endswith(("/acc", "/ll_binomial", "majority_acc")) for name in metrics)
+    # The chance row against the people's distributions, by hand: TVD of uniform against each item's shares.
+    by_hand = [0.5 * sum(abs(1 / 3 - v / 10) for v in r["votes"]) for r in items]
+    assert metrics["chance/tvd"]["value"] == pytest.approx(sum(by_hand) / 3)
+    samples = [
+        json.loads(x) for x in next((runs / "mock__test").glob("samples_my-labels_*.jsonl")).read_text().splitlines()
+    ]
+    assert [s["human"]["target"] for s in samples] == [None, None, None]

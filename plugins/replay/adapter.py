@@ -239,7 +239,8 @@ def _choice_clash(entry: RecordedEntry, item: ChoiceInstance) -> str | None:
     problem = _options_clash(entry, item.options)
     target = entry.target if isinstance(entry, RecordedChoices) else None
     if problem is None and target is not None and target != item.target:
-        problem = f"the outputs' target is option {target + 1}, the item's is option {item.target + 1}"
+        theirs = "none" if item.target is None else f"option {item.target + 1}"
+        problem = f"the outputs' target is option {target + 1}, the item's is {theirs}"
     return problem
 
 

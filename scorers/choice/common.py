@@ -170,7 +170,8 @@ class ItemHuman:
     phenomenon: str
     #: The people's choices per option (``ChoiceInstance.human_counts``): counts, or proportions (``counts_known``).
     counts: tuple[float, ...]
-    target: int
+    #: The target option, or None where the data names none (``ChoiceInstance.target``).
+    target: int | None
     #: False where the item gives only proportions of people (``ChoiceInstance.counts_known``).
     counts_known: bool = True
 
@@ -206,6 +207,7 @@ def fit_metrics(
     the mean over items of ``sum_k h_k log p'_k`` (``h`` the people's proportions), each item weighing the same;
     the two likelihoods need the numbers of people and are not made up.
     """
+    targets = [human.target for human in humans]
     if not all(human.counts_known for human in humans):
         per_item = []
         for human, p in zip(humans, distributions, strict=True):
@@ -223,20 +225,20 @@ def fit_metrics(
         ll_multi += multinomial_loglik(human.counts, q)
         logprob += float((c * np.log(q)).sum())
         n_choices += int(c.sum())
-        k, n, thetas = by_phenomenon.get(human.phenomenon, (0, 0, []))
-        by_phenomenon[human.phenomenon] = (
-            k + int(human.counts[human.target]),
-            n + int(c.sum()),
-            [*thetas, q[human.target]],
-        )
+        if human.target is not None:
+            k, n, thetas = by_phenomenon.get(human.phenomenon, (0, 0, []))
+            by_phenomenon[human.phenomenon] = (
+                k + int(human.counts[human.target]),
+                n + int(c.sum()),
+                [*thetas, q[human.target]],
+            )
+    fit = {"ll_multinomial": ll_multi, "logprob_per_choice": logprob / n_choices if n_choices else float("nan")}
+    if any(t is None for t in targets):  # the binomial is on the target rate: no target, no binomial
+        return fit
     ll_binom = sum(binomial_loglik(k, n, float(np.mean(t))) for k, n, t in by_phenomenon.values())
     if argmax_target is not None:
         ll_binom = paper_binomial(humans, argmax_target)
-    return {
-        "ll_multinomial": ll_multi,
-        "logprob_per_choice": logprob / n_choices if n_choices else float("nan"),
-        "ll_binomial": float(ll_binom),
-    }
+    return {**fit, "ll_binomial": float(ll_binom)}
 
 
 def clip_rate(rate: float) -> float:
@@ -259,6 +261,8 @@ def paper_binomial(humans: Sequence[ItemHuman], argmax_target: Sequence[Sequence
     """
     by_phenomenon: dict[str, list[int]] = {}
     for human, (hits, n_orders) in zip(humans, argmax_target, strict=True):
+        if human.target is None:  # not called for such items (fit_metrics leaves the binomial out): a guard
+            continue
         k, n, model_hits, model_n = by_phenomenon.setdefault(human.phenomenon, [0, 0, 0, 0])
         by_phenomenon[human.phenomenon] = [
             k + int(human.counts[human.target]),
@@ -290,10 +294,14 @@ def system_values(
     values = {
         "scores": [[_round(x) for x in s] for s in per_order_scores],
         "p": [_round(x) for x in p],
-        "acc": float(np.mean([top_is_target(s, instance.target) for s in per_order_scores])),
-        "p_target": _round(float(p[instance.target])),
+        "acc": None,
+        "p_target": None,
         "tvd": _round(tvd(p, human)),
     }
+    if instance.target is None:  # no target in the data: no accuracy, no target probability
+        return values
+    values["acc"] = float(np.mean([top_is_target(s, instance.target) for s in per_order_scores]))
+    values["p_target"] = _round(float(p[instance.target]))
     if paper:
         hits = sum(argmax_is_target(s, instance.target) for s in per_order_scores)
         values["argmax_target"] = [hits, len(per_order_scores)]
@@ -425,10 +433,13 @@ class ChoiceScorer(ArgsScorer):
                 if not sub:
                     continue
                 name = f"{system}/acc{suffix}"
-                metrics[name] = self.mean_metric([v[system]["acc"] for _, v in sub], True, rngs(name))
+                accs = [v[system]["acc"] for _, v in sub if v[system]["acc"] is not None]
+                if accs:
+                    metrics[name] = self.mean_metric(accs, True, rngs(name))
                 name = f"{system}/tvd{suffix}"
                 metrics[name] = self.mean_metric([v[system]["tvd"] for _, v in sub], False, rngs(name))
-                argmax = [v[system]["argmax_target"] for _, v in sub] if self.paper else None
+                argmax = [v[system].get("argmax_target") for _, v in sub] if self.paper else None
+                argmax = argmax if argmax is not None and None not in argmax else None
                 fit = fit_metrics([h for h, _ in sub], [v[system]["p"] for _, v in sub], self.epsilon, argmax)
                 for key, value in fit.items():
                     metrics[f"{system}/{key}{suffix}"] = Metric(value, True, n=len(sub))

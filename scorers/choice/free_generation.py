@@ -198,8 +198,9 @@ class FreeGenerationScorer(ChoiceScorer):
             values[self.system_name(label)] = {
                 "scores": [[float(x) for x in counts]],
                 "p": [float(f"{x:.10g}") for x in p],
-                "acc": float(np.mean([c.option == item.target for c in classified])),
-                "p_target": float(f"{p[item.target]:.10g}"),
+                # No target in the data: no accuracy and no target probability (``p[None]`` would be numpy's newaxis).
+                "acc": None if item.target is None else float(np.mean([c.option == item.target for c in classified])),
+                "p_target": None if item.target is None else float(f"{p[item.target]:.10g}"),
                 "tvd": float(f"{tvd(p, human):.10g}"),
                 "unclassified": float(np.mean([c.option is None for c in classified])),
                 "answers": [
@@ -207,7 +208,7 @@ class FreeGenerationScorer(ChoiceScorer):
                     for (text, o), c in zip(texts, classified, strict=True)
                 ],
             }
-            if self.paper:
+            if self.paper and item.target is not None:
                 # The follow-up study's binary per answer: classified as the target (an unclassified one is not).
                 hits = sum(c.option == item.target for c in classified)
                 values[self.system_name(label)]["argmax_target"] = [hits, len(classified)]

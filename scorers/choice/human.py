@@ -75,8 +75,8 @@ class HumanChoiceScorer(ChoiceScorer):
                     "tvd": tvd(pa, pb),
                     "logprob_sum": float((b * np.log(smooth(pa, self.epsilon))).sum()),
                     "n_b": int(b.sum()),
-                    "k_b": int(b[item.target]),
-                    "theta_a": float(smooth(pa, self.epsilon)[item.target]),
+                    "k_b": None if item.target is None else int(b[item.target]),
+                    "theta_a": None if item.target is None else float(smooth(pa, self.epsilon)[item.target]),
                 }
             )
         self._humans.append(ItemHuman.of(item))
@@ -91,8 +91,8 @@ class HumanChoiceScorer(ChoiceScorer):
                 "n": n,
             },
             "human": {
-                "acc": float(counts[item.target] / n),
-                "majority_correct": float(item.target in top) / len(top),
+                "acc": None if item.target is None else float(counts[item.target] / n),
+                "majority_correct": None if item.target is None else float(item.target in top) / len(top),
                 "control_tvd": float(np.mean([s["tvd"] for s in splits])),
                 "splits": splits,
             },
@@ -109,8 +109,8 @@ class HumanChoiceScorer(ChoiceScorer):
         return {
             "chance": {"acc": 1.0 / k, "tvd": tvd(uniform, shares), "logprob_sum": float(np.log(1.0 / k)), "n": 1},
             "human": {
-                "acc": float(shares[item.target]),
-                "majority_correct": float(item.target in top) / len(top),
+                "acc": None if item.target is None else float(shares[item.target]),
+                "majority_correct": None if item.target is None else float(item.target in top) / len(top),
                 "control_tvd": None,
                 "splits": None,
                 "counts_known": False,
@@ -132,9 +132,13 @@ class HumanChoiceScorer(ChoiceScorer):
             hs = [h for h in (humans[i] for i in idx) if h is not None]
             for key, name in (("acc", "acc"), ("majority_correct", "majority_acc")):
                 metric = f"human/{name}{suffix}"
-                metrics[metric] = self.mean_metric([r[key] for r in rows], True, rngs(metric))
+                present = [r[key] for r in rows if r[key] is not None]  # None: the item names no target
+                if present:
+                    metrics[metric] = self.mean_metric(present, True, rngs(metric))
             chance = [per_instance[i]["chance"] for i in idx]
             for key in ("acc", "tvd"):
+                if key == "acc" and any(h.target is None for h in hs):  # a chance of hitting no target
+                    continue
                 metric = f"chance/{key}{suffix}"
                 metrics[metric] = self.mean_metric([c[key] for c in chance], key == "acc", rngs(metric))
             if any(r.get("counts_known") is False for r in rows):
@@ -159,6 +163,8 @@ class HumanChoiceScorer(ChoiceScorer):
             metrics[f"human/control_logprob_per_choice{suffix}"] = Metric(
                 float(np.mean(logprob)), True, n=len(rows), spread=split_spread(logprob)
             )
+            if any(h.target is None for h in hs):  # the binomial is on the target rate: no target, no binomial
+                continue
             binom = [_control_binomial(hs, [r["splits"][s] for r in rows], self.paper) for s in range(n_splits)]
             metrics[f"human/control_ll_binomial{suffix}"] = Metric(
                 float(np.mean(binom)), True, n=len(rows), spread=split_spread(binom)
@@ -174,6 +180,8 @@ def _control_binomial(humans: list[ItemHuman], splits: list[dict[str, Any]], pap
     if paper:
         totals: dict[str, list[int]] = {}
         for h, s in zip(humans, splits, strict=True):
+            if h.target is None:  # not called for such items (aggregate leaves the binomial out): a guard
+                continue
             k_b, n_b, k_a, n_a = totals.setdefault(h.phenomenon, [0, 0, 0, 0])
             totals[h.phenomenon] = [
                 k_b + s["k_b"],

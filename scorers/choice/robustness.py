@@ -119,11 +119,13 @@ class RobustnessScorer(Scorer):
 
         per_item = []
         for row in values:
-            targets = [row[s]["p_target"] for s in systems if s in row]
+            targets = [row[s]["p_target"] for s in systems if s in row and row[s]["p_target"] is not None]
             per_item.append(
                 {
                     "p_target_range": float(max(targets) - min(targets)) if targets else None,
-                    "n_systems_target_first": sum(1 for s in systems if s in row and row[s]["acc"] > 0.5),
+                    "n_systems_target_first": sum(
+                        1 for s in systems if s in row and row[s]["acc"] is not None and row[s]["acc"] > 0.5
+                    ),
                     "n_systems": len(targets),
                 }
             )

@@ -4,7 +4,8 @@ An item is a text shown to the model (``text``: a column, or a template joining 
 hypothesis), its options, the people's choices and the target (intended) option. The options are a list column,
 a list template, or fixed in the task file: a list of texts, or a mapping from the keys the data uses to the text
 shown to the model (``{e: entailment, n: neutral, c: contradiction}``). The people's choices (``human``) and the
-target name options by key (``option_keys``, by default the mapping's keys or the option texts); a ``counts`` (or
+target name options by key (``option_keys``, by default the mapping's keys or the option texts); without ``target``
+or ``target_index`` the item has no target, and the metrics defined against one are left out; a ``counts`` (or
 ``proportions``) list alone gives one number per option, in option order.
 """
 
@@ -74,8 +75,8 @@ OPTIONS = BASE_OPTIONS | Options(
 
 
 def _check(parsed: Mapping[str, Any]) -> None:
-    if (parsed["target"] is None) == (parsed["target_index"] is None):
-        raise HarnessError(f"data options of loader '{LOADER}': give exactly one of 'target' and 'target_index'")
+    if parsed["target"] is not None and parsed["target_index"] is not None:
+        raise HarnessError(f"data options of loader '{LOADER}': give 'target' or 'target_index', not both")
 
 
 def _texts(value: Any, where: str, name: str) -> tuple[str, ...]:
@@ -115,11 +116,12 @@ def choice_instance(group: Group, parsed: Mapping[str, Any], normaliser: Normali
             )
         return found
 
+    target: int | None = None  # neither given: the data names no target (a label distribution)
     if parsed["target"] is not None:
         target = option_index(group.same(parsed["target"]), "target")
         if target is None:
             raise RowError(f"{where}: field 'target': empty")
-    else:
+    elif parsed["target_index"] is not None:
         raw = group.same(parsed["target_index"])
         if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw < len(options):
             raise RowError(
