@@ -56,12 +56,14 @@ from harness.options import positive_float as _positive_float
 from harness.scorer_args import ArgsScorer
 from harness.scoring import PROPORTIONS_NOTE, Metric, counted_people_reason
 from harness.seeding import metric_rngs
+from scorers.choice.binomial import PAPER_RATE_EPSILON as PAPER_RATE_EPSILON
+from scorers.choice.binomial import binomial_loglik as binomial_loglik
+from scorers.choice.binomial import clip_rate as clip_rate
+from scorers.choice.binomial import paper_binomial
 
 CHOICE_RULES: tuple[str, ...] = ("auto", "normalize", "softmax", "argmax")
 #: How ``ll_binomial`` is computed: the harness's (mean target probability) or the follow-up study's (argmax rate).
 VARIANTS: tuple[str, ...] = ("default", "paper")
-#: The follow-up study's clip of a target-choice rate of exactly 0 or 1 (``epsilon`` in ``testing-stats.R``).
-PAPER_RATE_EPSILON = 1e-9
 #: How ``auto`` treats each kind of score (see the module docstring).
 SCORE_KINDS: tuple[str, ...] = ("log_probability", "probability", "log_scale", "rating", "similarity")
 #: Keys of a system's per-item values; ``mcq_robustness`` finds systems in the sample rows by these keys.
@@ -152,17 +154,6 @@ def multinomial_loglik(counts: Sequence[float], p: ArrayLike) -> float:
     return float(coefficient + (c[mask] * np.log(q[mask])).sum())
 
 
-def binomial_loglik(k: int, n: int, theta: float) -> float:
-    """log Binomial(k | n, theta), coefficient included."""
-    if not 0.0 <= theta <= 1.0:
-        raise ValueError(f"binomial rate must be in [0, 1], got {theta}")
-    coefficient = gammaln(n + 1) - gammaln(k + 1) - gammaln(n - k + 1)
-    if theta in (0.0, 1.0):
-        hit = (theta == 0.0 and k == 0) or (theta == 1.0 and k == n)
-        return float(coefficient) if hit else float("-inf")
-    return float(coefficient + k * math.log(theta) + (n - k) * math.log1p(-theta))
-
-
 @dataclass(frozen=True)
 class ItemHuman:
     """The human side of one item, kept by a scorer between ``score`` and ``aggregate``."""
@@ -239,40 +230,6 @@ def fit_metrics(
     if argmax_target is not None:
         ll_binom = paper_binomial(humans, argmax_target)
     return {**fit, "ll_binomial": float(ll_binom)}
-
-
-def clip_rate(rate: float) -> float:
-    """The follow-up study's only adjustment of a rate: exactly 0 becomes 1e-9, exactly 1 becomes 1 - 1e-9."""
-    if rate == 0.0:
-        return PAPER_RATE_EPSILON
-    if rate == 1.0:
-        return 1.0 - PAPER_RATE_EPSILON
-    return rate
-
-
-def paper_binomial(humans: Sequence[ItemHuman], argmax_target: Sequence[Sequence[int]]) -> float:
-    """``ll_binomial`` as Tsvilodub et al. (2024) compute it (``variant: paper``).
-
-    Per phenomenon: the model's rate is the share of its argmax choices that are the target, over every item and
-    option order (``argmax_target`` holds, per item, [orders whose argmax is the target, orders]; for free
-    generation, [answers classified as the target, answers]), clipped by :func:`clip_rate` and nothing else;
-    the log-likelihood is log Binomial(k | N, rate), k the human choices of the target over the phenomenon's
-    items and N all their human choices. Summed over phenomena.
-    """
-    by_phenomenon: dict[str, list[int]] = {}
-    for human, (hits, n_orders) in zip(humans, argmax_target, strict=True):
-        if human.target is None:  # not called for such items (fit_metrics leaves the binomial out): a guard
-            continue
-        k, n, model_hits, model_n = by_phenomenon.setdefault(human.phenomenon, [0, 0, 0, 0])
-        by_phenomenon[human.phenomenon] = [
-            k + int(human.counts[human.target]),
-            n + int(sum(human.counts)),
-            model_hits + int(hits),
-            model_n + int(n_orders),
-        ]
-    return float(
-        sum(binomial_loglik(k, n, clip_rate(hits / n_orders)) for k, n, hits, n_orders in by_phenomenon.values())
-    )
 
 
 def system_values(

@@ -34,7 +34,8 @@ from harness.options import Option, Options, positive_int
 from harness.scoring import PROPORTIONS_NOTE, Metric, counted_people_reason
 from harness.seeding import metric_rngs
 from harness.stats import split_spread
-from scorers.choice.common import ChoiceScorer, ItemHuman, binomial_loglik, clip_rate, smooth, tvd
+from scorers.choice.binomial import binomial_loglik, clip_rate
+from scorers.choice.common import ChoiceScorer, ItemHuman, smooth, tvd
 
 
 class HumanChoiceScorer(ChoiceScorer):
