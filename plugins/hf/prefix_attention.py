@@ -395,9 +395,9 @@ def prefix_attention(
         raise ValueError("shared-prefix attention takes one new position per row")
     kv_heads = key.shape[1]
     scale = scaling if scaling is not None else dim**-0.5
-    window, longest = kwargs.get("sliding_window"), shared_prefix.longest() + key.shape[2]
-    if (window is not None and longest > window) or kwargs.get("softcap") is not None:  # every row reads all its prefix
-        raise ValueError(f"{longest} positions over a sliding window of {window}, or soft-capping: not implemented")
+    window = kwargs.get("sliding_window")  # every row reads all its prefix: refused where the model would not
+    if (window is not None and shared_prefix.longest() + key.shape[2] > window) or kwargs.get("softcap") is not None:
+        raise ValueError(f"a row longer than the sliding window ({window}), or soft-capping: not implemented")
     layer = int(getattr(module, "layer_idx"))  # noqa: B009 - set by transformers on every attention layer
     # Query head h*group + r reads key/value head h (the grouping transformers' repeat_kv implements).
     q = query.reshape(rows, kv_heads, q_heads // kv_heads, dim)

@@ -185,12 +185,10 @@ def require(parsed: Mapping[str, Any], names: tuple[str, ...], loader: str) -> N
 
 
 def with_extra_files(data_hash: str, normaliser: Normaliser) -> str:
-    """The data's hash, with the replacements file's bytes when there is one (it changes the human data)."""
-    if normaliser.replacements_file is None:
+    """The data's hash, with the replacements file's when there is one (it changes the human data)."""
+    if normaliser.replacements_sha256 is None:
         return data_hash
-    digest = hashlib.sha256(data_hash.encode())
-    digest.update(normaliser.replacements_file.read_bytes())
-    return "sha256:" + digest.hexdigest()
+    return "sha256:" + hashlib.sha256((data_hash + normaliser.replacements_sha256).encode()).hexdigest()
 
 
 #: Rows of each file ``harness validate`` reads to check a mapping.

@@ -80,10 +80,6 @@ class Field:
                 ) from None
         return self.constant
 
-    def columns(self) -> list[str]:
-        """The columns this field names directly (templates are checked by rendering them)."""
-        return [self.column] if self.column is not None else []
-
 
 def _columns(row: Mapping[str, Any]) -> str:
     names = [str(k) for k in row if k != "row"]

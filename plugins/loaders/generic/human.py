@@ -142,9 +142,8 @@ def read_row(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Producti
         assert isinstance(spec.responses, Field)
         response = spec.responses.value(row, where)
         weights = spec.weights()
-        weight = (
-            1.0 if weights is None else _number(_value(weights, row, where), where, _name(weights), into.proportions)
-        )
+        assert not isinstance(weights, str)  # human_option keeps numbered families to shape parallel
+        weight = 1.0 if weights is None else _number(weights.value(row, where), where, weights.name, into.proportions)
         into.add(_text_or_none(response), weight)
     elif spec.shape == "list":
         assert isinstance(spec.responses, Field)
@@ -234,12 +233,6 @@ def option_counts(spec: HumanSpec, row: Mapping[str, Any], where: str) -> list[f
         _number(n, where, f"{_name(weights)}[{k}]", proportions)
         for k, n in enumerate(_sequence(weights.value(row, where), where, _name(weights)))
     ]
-
-
-def _value(source: Field | str, row: Mapping[str, Any], where: str) -> Any:
-    if isinstance(source, str):
-        raise RowError(f"{where}: a numbered column family ({source}) is for shape parallel")
-    return source.value(row, where)
 
 
 def _name(source: Field | str) -> str:

@@ -16,6 +16,7 @@ punctuation before words are compared.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 from collections.abc import Mapping
@@ -38,15 +39,17 @@ class Normaliser:
     punctuation: str = "keep"
     no_answer: frozenset[str] = frozenset({""})
     replacements: Mapping[str, str] = field(default_factory=dict)
-    #: The replacements file read, if any (its bytes are part of the data's identity).
+    #: The replacements file read, if any.
     replacements_file: Path | None = None
+    #: The SHA-256 of that file's bytes, taken when it was read: part of the data's identity.
+    replacements_sha256: str | None = None
 
     def apply(self, response: str) -> str | None:
         """The normalised response, or None when it means "no answer"."""
         text = self.folded(response)
         if text in self.no_answer:
             return None
-        text = self.steps(text)
+        text = self._punctuation(text)
         return self.replacements.get(text, text)
 
     def folded(self, text: str) -> str:
@@ -56,7 +59,9 @@ class Normaliser:
 
     def steps(self, text: str) -> str:
         """Every step: what ``replacements`` and option keys are compared with."""
-        text = self.folded(text)
+        return self._punctuation(self.folded(text))
+
+    def _punctuation(self, text: str) -> str:
         return strip_punctuation(text) if self.punctuation == "strip" else text
 
     def describe(self) -> dict[str, Any]:
@@ -113,19 +118,25 @@ def build_normaliser(given: Mapping[str, Any] | None, defaults: Normaliser, data
     no_answer = frozenset(base.folded(a) for a in given.get("no_answer", sorted(defaults.no_answer)))
     raw = given.get("replacements")
     file: Path | None = None
+    digest: str | None = None
     if isinstance(raw, str):
         file = Path(raw).expanduser()
         file = file if file.is_absolute() else data_dir / file
-        raw = read_replacements(file)
+        raw, digest = read_replacements(file)
     replacements = {base.steps(k): v.strip() for k, v in (raw or {}).items()}
-    return Normaliser(case, punctuation, no_answer, replacements, file)
+    return Normaliser(case, punctuation, no_answer, replacements, file, digest)
 
 
-def read_replacements(path: Path) -> dict[str, str]:
-    """A spelling list: two columns (variant, response) of a CSV/TSV file with a header, or a JSON/YAML mapping."""
+def read_replacements(path: Path) -> tuple[dict[str, str], str]:
+    """A spelling list: two columns (variant, response) of a CSV/TSV file with a header, or a JSON/YAML mapping;
+    with the SHA-256 of the bytes read (the file is read once)."""
     if not path.is_file():
         raise HarnessError(f"data option 'normalise.replacements': {path} not found")
-    text = decode_utf8(read_bytes(path, "replacements file", MAX_REPLACEMENTS_BYTES), path)
+    data = read_bytes(path, "replacements file", MAX_REPLACEMENTS_BYTES)
+    return _replacements(decode_utf8(data, path), path), hashlib.sha256(data).hexdigest()
+
+
+def _replacements(text: str, path: Path) -> dict[str, str]:
     suffix = path.suffix.lower()
     if suffix in (".json", ".yaml", ".yml"):
         try:

@@ -74,12 +74,6 @@ class Table:
         label, number = self.origins[index]
         return f"{label}: row {number}"
 
-    def columns(self) -> list[str]:
-        seen: dict[str, None] = {}
-        for row in self.rows[:1]:
-            seen.update(dict.fromkeys(row))
-        return list(seen)
-
 
 # ----------------------------------------------------------------------------------------------------- options
 
@@ -228,8 +222,6 @@ def _file_rows(path: Path, fmt: str, json_field: str | None) -> list[dict[str, A
         with _quiet_datasets() as datasets:
             dataset = datasets.load_dataset(_BUILDER[fmt], data_files=str(path), split="train", **kwargs)
             return list(dataset.to_list())
-    except HarnessError:
-        raise
     except Exception as exc:  # datasets and pyarrow raise many types; each is the file's fault here
         raise HarnessError(
             f"{path}: cannot read it as {fmt}: {type(exc).__name__}: {one_line(str(exc), 200)}"
@@ -304,11 +296,9 @@ def _apply_join(table: Table, join: JoinSpec, data_dir: Path) -> None:
                         f"{paths[0]}: column {column!r} is in both tables (only the key '{join.key}' may be)"
                     )
                 row[column] = value
-    if "files" in table.source:
-        table.data_hash = hash_files([Path(f) for f in table.source["files"]] + paths)
-    else:  # a hub data set joined with local files: both identities
-        table.data_hash = "sha256:" + hashlib.sha256((table.data_hash + other.data_hash).encode()).hexdigest()
-    table.source["join"] = {"files": [str(p) for p in paths], "on": join.key}
+    # Both tables' identities (each hashed as it was read; the files are not read again).
+    table.data_hash = "sha256:" + hashlib.sha256((table.data_hash + other.data_hash).encode()).hexdigest()
+    table.source["join"] = {"files": [str(p) for p in paths], "key": join.key}
 
 
 def _key(value: Any) -> str:
