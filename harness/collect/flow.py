@@ -1,0 +1,315 @@
+"""What a participant does next, and storing what they answered: the study's logic, with no HTTP in it.
+
+Why here and not in the server: resuming, balanced assignment and refusing a replayed answer are what make the
+data right, so they are tested directly (``tests/test_collect_flow.py``) and the server only maps requests onto
+them. A participant's items are a sequence of slots (``seq``): every practice item, then main items with an
+attention check after every ``attention_every`` of them. Each slot is chosen when the previous one is finished, in
+one transaction, so coverage counts are exact under any number of participants at once:
+
+* the next main item is the least covered one the participant has not had (ties: the study's order), where an
+  item's coverage counts its finished and in-progress assignments of participants not excluded, and an item
+  already at ``participants_per_item`` is not given again;
+* an assignment untouched for ``session_minutes`` is released (it stops counting), so an abandoned session does
+  not hold an item for ever; a participant who comes back after that continues it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import sqlite3
+import time
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from harness.collect.items import Item, passes_check, target, view
+from harness.collect.store import StudyStore
+from harness.collect.study import JUDGMENT_PERCENTS, MAX_ANSWER_CHARS, Study
+
+MAX_EXTERNAL_ID_CHARS = 64
+
+
+class Refused(Exception):
+    """A request the study refuses: ``status`` is the HTTP status the server answers with."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Participant:
+    pid: int
+    external_id: str
+    session: str
+    csrf: str
+    consented: bool
+    status: str
+
+
+def clean_text(value: Any, what: str, max_chars: int = MAX_ANSWER_CHARS) -> str:
+    """A participant's text: a string of at most ``max_chars`` characters with no control characters (NFC)."""
+    if not isinstance(value, str):
+        raise Refused(422, f"{what}: expected a string")
+    if len(value) > max_chars:
+        raise Refused(413, f"{what}: longer than {max_chars} characters")
+    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") for c in value):
+        raise Refused(422, f"{what}: control or unassigned characters are not accepted")
+    return unicodedata.normalize("NFC", value).strip()
+
+
+class StudyFlow:
+    """The study's logic over its store. ``clock`` is injectable so tests can age sessions."""
+
+    def __init__(self, study: Study, store: StudyStore, clock: Callable[[], float] = time.time) -> None:
+        self.study = study
+        self.store = store
+        self.clock = clock
+        self.items = {item.item_id: item for item in store.items()}
+        self.practice = [i.item_id for i in store.items("practice")]
+        self.checks = [i.item_id for i in store.items("catch")]
+
+    # ------------------------------------------------------------------------------------------------ participants
+    def join(self, external_id: str | None) -> Participant:
+        """The participant with this platform id (coming back: the same participant), or a new one. Without an id,
+        a generated one."""
+        if external_id is not None:
+            external_id = clean_text(external_id, "participant id", MAX_EXTERNAL_ID_CHARS)
+            if not external_id:
+                external_id = None
+        with self.store.write() as db:
+            if external_id is not None:
+                row = db.execute("SELECT * FROM participants WHERE external_id = ?", (external_id,)).fetchone()
+                if row is not None:
+                    return _participant(row)
+            source = "url" if external_id is not None else "generated"
+            external_id = external_id or f"anon-{secrets.token_hex(8)}"
+            db.execute(
+                "INSERT INTO participants (external_id, id_source, session, csrf, created) VALUES (?, ?, ?, ?, ?)",
+                (external_id, source, secrets.token_urlsafe(24), secrets.token_urlsafe(24), self.clock()),
+            )
+            row = db.execute("SELECT * FROM participants WHERE external_id = ?", (external_id,)).fetchone()
+            return _participant(row)
+
+    def by_session(self, session: str | None) -> Participant | None:
+        if not session or len(session) > 100:
+            return None
+        row = self.store.read().execute("SELECT * FROM participants WHERE session = ?", (session,)).fetchone()
+        return None if row is None else _participant(row)
+
+    def consent(self, participant: Participant) -> None:
+        with self.store.write() as db:
+            db.execute(
+                "UPDATE participants SET consented = COALESCE(consented, ?) WHERE pid = ?",
+                (self.clock(), participant.pid),
+            )
+
+    # ------------------------------------------------------------------------------------------------ state
+    def state(self, participant: Participant) -> dict[str, Any]:
+        """Where the participant is: ``consent``, an ``item`` step to answer, or ``complete``."""
+        with self.store.write() as db:
+            return self._state(db, participant.pid)
+
+    def _state(self, db: sqlite3.Connection, pid: int) -> dict[str, Any]:
+        person = db.execute("SELECT * FROM participants WHERE pid = ?", (pid,)).fetchone()
+        if person["consented"] is None:
+            return {"phase": "consent"}
+        if person["status"] == "active":
+            slot = self._current_slot(db, pid)
+            if slot is not None:
+                return self._item_state(db, pid, slot)
+            db.execute("UPDATE participants SET status = 'complete', completed = ? WHERE pid = ?", (self.clock(), pid))
+        return self._complete_state(db, pid)
+
+    def _current_slot(self, db: sqlite3.Connection, pid: int) -> sqlite3.Row | None:
+        now = self.clock()
+        open_slot = db.execute(
+            "SELECT * FROM assignments WHERE pid = ? AND finished IS NULL ORDER BY seq LIMIT 1", (pid,)
+        ).fetchone()
+        if open_slot is not None:
+            if open_slot["released"] is not None:  # back after a long pause: the slot is theirs again
+                db.execute("UPDATE assignments SET released = NULL WHERE pid = ? AND seq = ?", (pid, open_slot["seq"]))
+            db.execute("UPDATE assignments SET touched = ? WHERE pid = ? AND seq = ?", (now, pid, open_slot["seq"]))
+            return open_slot
+        done = {r["role"]: r["n"] for r in db.execute(
+            "SELECT role, COUNT(*) AS n FROM assignments WHERE pid = ? GROUP BY role", (pid,))}  # fmt: skip
+        n_practice, n_main, n_catch = done.get("practice", 0), done.get("main", 0), done.get("catch", 0)
+        every = self.study.attention_every
+        if n_practice < len(self.practice):
+            item_id, role = self.practice[n_practice], "practice"
+        elif self.checks and every and n_main and n_main % every == 0 and n_catch < n_main // every:
+            item_id, role = self.checks[n_catch % len(self.checks)], "catch"
+        elif n_main < self.study.items_per_participant:
+            chosen = self._least_covered(db, pid, now)
+            if chosen is None:
+                return None
+            item_id, role = chosen, "main"
+        else:
+            return None
+        seq = n_practice + n_main + n_catch
+        db.execute(
+            "INSERT INTO assignments (pid, seq, item_id, role, assigned, touched) VALUES (?, ?, ?, ?, ?, ?)",
+            (pid, seq, item_id, role, now, now),
+        )
+        return db.execute("SELECT * FROM assignments WHERE pid = ? AND seq = ?", (pid, seq)).fetchone()
+
+    def _least_covered(self, db: sqlite3.Connection, pid: int, now: float) -> str | None:
+        db.execute(
+            "UPDATE assignments SET released = ? WHERE finished IS NULL AND released IS NULL AND touched < ?",
+            (now, now - 60 * self.study.session_minutes),
+        )
+        row = db.execute(
+            """
+            SELECT i.item_id, COUNT(a.pid) AS coverage FROM items i
+            LEFT JOIN assignments a ON a.item_id = i.item_id AND a.role = 'main' AND a.released IS NULL
+                AND a.pid IN (SELECT pid FROM participants WHERE status != 'excluded')
+            WHERE i.role = 'main'
+                AND i.item_id NOT IN (SELECT item_id FROM assignments WHERE pid = ? AND role = 'main')
+            GROUP BY i.item_id HAVING coverage < COALESCE(i.participants, ?) ORDER BY coverage, i.ord LIMIT 1
+            """,
+            (pid, self.study.participants_per_item),
+        ).fetchone()
+        return None if row is None else str(row["item_id"])
+
+    def _item_state(self, db: sqlite3.Connection, pid: int, slot: sqlite3.Row) -> dict[str, Any]:
+        item = self.items[slot["item_id"]]
+        answered = db.execute(
+            "SELECT COUNT(*) FROM responses WHERE pid = ? AND seq = ?", (pid, slot["seq"])
+        ).fetchone()[0]
+        shown = view(self.study.kind, item, answered)
+        if "pair" in shown:
+            order = shown_order(pid, slot["seq"])
+            shown["pair"] = shown["pair"] if order == "true_first" else shown["pair"][::-1]
+        counts = dict.fromkeys(("practice", "main", "catch"), 0)
+        for row in db.execute("SELECT role, COUNT(*) AS n FROM assignments WHERE pid = ? AND finished IS NOT NULL "
+                              "GROUP BY role", (pid,)):  # fmt: skip
+            counts[row["role"]] = row["n"]
+        return {
+            "phase": "item",
+            "role": slot["role"],
+            "seq": slot["seq"],
+            "step": answered,
+            "n_steps": item.n_steps,
+            "view": shown,
+            "done": {"practice": counts["practice"], "items": counts["main"]},
+            "total": {"practice": len(self.practice), "items": self.study.items_per_participant},
+            "score": self._score(db, pid) if self.study.kind == "next_token_game" else None,
+        }
+
+    def _score(self, db: sqlite3.Connection, pid: int) -> dict[str, int]:
+        """The next-token game's running score (the original game showed it): correct guesses of the real items."""
+        correct = total = 0
+        for row in db.execute("SELECT r.item_id, r.step, r.answer FROM responses r JOIN assignments a USING (pid, seq) "
+                              "WHERE r.pid = ? AND a.role = 'main'", (pid,)):  # fmt: skip
+            total += 1
+            correct += int(row["answer"] == target(self.items[row["item_id"]], row["step"]))
+        return {"correct": correct, "total": total}
+
+    def _complete_state(self, db: sqlite3.Connection, pid: int) -> dict[str, Any]:
+        person = db.execute("SELECT status FROM participants WHERE pid = ?", (pid,)).fetchone()
+        n_main = db.execute(
+            "SELECT COUNT(*) FROM assignments WHERE pid = ? AND role = 'main' AND finished IS NOT NULL", (pid,)
+        ).fetchone()[0]
+        return {
+            "phase": "complete",
+            "items_done": n_main,
+            "study_full": person["status"] == "complete" and n_main < self.study.items_per_participant,
+            "code": self.study.completion_code,
+            "url": self.study.completion_url,
+        }
+
+    # ------------------------------------------------------------------------------------------------ answers
+    def answer(
+        self, participant: Participant, seq: Any, step: Any, answer: Any, client_ms: Any = None, timed_out: Any = False
+    ) -> dict[str, Any]:
+        """Store one answer for the participant's current step, then say what comes next.
+
+        ``seq`` and ``step`` must name the step the participant is on: an answer to a step already answered (a
+        replayed request, a second tab) is refused with 409 and stores nothing."""
+        if not isinstance(seq, int) or not isinstance(step, int) or isinstance(seq, bool) or isinstance(step, bool):
+            raise Refused(422, "seq and step: expected integers")
+        if not isinstance(timed_out, bool):
+            raise Refused(422, "timed_out: expected true or false")
+        if client_ms is not None and (not isinstance(client_ms, int) or not 0 <= client_ms <= 86_400_000):
+            raise Refused(422, "client_ms: expected milliseconds from 0 to 86400000")
+        with self.store.write() as db:
+            state = self._state(db, participant.pid)
+            if state["phase"] != "item":
+                raise Refused(409, f"nothing to answer: the participant is at '{state['phase']}'")
+            if (seq, step) != (state["seq"], state["step"]):
+                raise Refused(
+                    409, f"not the current step (the current one is item {state['seq']}, step {state['step']})"
+                )
+            item = self.items[db.execute("SELECT item_id FROM assignments WHERE pid = ? AND seq = ?",
+                                         (participant.pid, seq)).fetchone()[0]]  # fmt: skip
+            text, judgment, order = self._check_answer(item, participant.pid, seq, answer, timed_out)
+            db.execute(
+                "INSERT INTO responses (pid, seq, item_id, step, answer, judgment, shown_order, timed_out, client_ms, "
+                "received) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    participant.pid,
+                    seq,
+                    item.item_id,
+                    step,
+                    text,
+                    judgment,
+                    order,
+                    int(timed_out),
+                    client_ms,
+                    self.clock(),
+                ),
+            )
+            truth = target(item, step)
+            feedback = {"target": truth, "correct": None if truth is None else text == truth}
+            if step + 1 >= item.n_steps:
+                db.execute("UPDATE assignments SET finished = ? WHERE pid = ? AND seq = ?",
+                           (self.clock(), participant.pid, seq))  # fmt: skip
+                if item.role == "catch":
+                    self._judge_attention(db, participant.pid)
+            return {"stored": True, "feedback": feedback, "state": self._state(db, participant.pid)}
+
+    def _check_answer(
+        self, item: Item, pid: int, seq: int, answer: Any, timed_out: bool
+    ) -> tuple[str, float | None, str | None]:
+        if "true_token" in item.payload:  # a which-one round: a percentage for the token shown first
+            if timed_out and answer is None:
+                return "", None, shown_order(pid, seq)
+            if isinstance(answer, bool) or answer not in JUDGMENT_PERCENTS:
+                raise Refused(422, f"answer: expected one of {', '.join(map(str, JUDGMENT_PERCENTS))}")
+            order = shown_order(pid, seq)
+            first = answer / 100
+            return str(answer), first if order == "true_first" else round(1 - first, 10), order
+        text = clean_text(answer if answer is not None else "", "answer")
+        if not text and not (self.study.allow_skip or timed_out):
+            raise Refused(422, "answer: empty (type a word)")
+        if self.study.kind == "next_token_game" and "tokens" in item.payload and text:
+            text = answer.rstrip() if isinstance(answer, str) else text  # keep a token's leading space
+            text = unicodedata.normalize("NFC", text)
+        return text, None, None
+
+    def _judge_attention(self, db: sqlite3.Connection, pid: int) -> None:
+        failures = 0
+        for row in db.execute("SELECT r.item_id, r.answer, r.judgment FROM responses r JOIN assignments a "
+                              "USING (pid, seq) WHERE r.pid = ? AND a.role = 'catch'", (pid,)):  # fmt: skip
+            failures += not passes_check(self.items[row["item_id"]], row["answer"], row["judgment"])
+        if failures > self.study.attention_max_failures:
+            reason = f"failed {failures} attention check(s), more than the {self.study.attention_max_failures} allowed"
+            db.execute("UPDATE participants SET status = 'excluded', excluded_reason = ?, completed = ? "
+                       "WHERE pid = ? AND status = 'active'", (reason, self.clock(), pid))  # fmt: skip
+
+
+def shown_order(pid: int, seq: int) -> str:
+    """Which of a which-one round's tokens is shown first: a fixed function of participant and slot, so a reload
+    shows the same order and the stored judgment is read the way it was given."""
+    digest = hashlib.sha256(f"{pid}:{seq}".encode()).digest()
+    return "true_first" if digest[0] % 2 == 0 else "sampled_first"
+
+
+def _participant(row: sqlite3.Row) -> Participant:
+    return Participant(
+        int(row["pid"]), str(row["external_id"]), str(row["session"]), str(row["csrf"]),
+        row["consented"] is not None, str(row["status"]),
+    )  # fmt: skip

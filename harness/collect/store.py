@@ -1,0 +1,172 @@
+"""The study database: one SQLite file in WAL mode, the only place a response lives.
+
+Why SQLite, and why so strict: a response a participant submitted is acknowledged only after its transaction is
+committed with ``synchronous=FULL``, so a server killed with SIGKILL (or a machine that loses power) loses nothing
+it acknowledged. WAL lets ``harness collect status`` and ``export`` read while the server writes. Every write goes
+through one transaction (``BEGIN IMMEDIATE``) under a process-wide lock, so two participants never get the same
+last free slot of an item. Each thread has its own connection (the server answers requests on a thread pool).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from harness.collect.items import Item
+from harness.errors import HarnessError
+
+SCHEMA_VERSION = "1"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    item_id TEXT PRIMARY KEY,
+    ord INTEGER NOT NULL,
+    role TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    n_steps INTEGER NOT NULL,
+    participants INTEGER
+);
+CREATE TABLE IF NOT EXISTS participants (
+    pid INTEGER PRIMARY KEY,
+    external_id TEXT NOT NULL UNIQUE,
+    id_source TEXT NOT NULL,
+    session TEXT NOT NULL UNIQUE,
+    csrf TEXT NOT NULL,
+    created REAL NOT NULL,
+    consented REAL,
+    completed REAL,
+    status TEXT NOT NULL DEFAULT 'active',
+    excluded_reason TEXT
+);
+CREATE TABLE IF NOT EXISTS assignments (
+    pid INTEGER NOT NULL REFERENCES participants(pid),
+    seq INTEGER NOT NULL,
+    item_id TEXT NOT NULL REFERENCES items(item_id),
+    role TEXT NOT NULL,
+    assigned REAL NOT NULL,
+    touched REAL NOT NULL,
+    finished REAL,
+    released REAL,
+    PRIMARY KEY (pid, seq)
+);
+CREATE UNIQUE INDEX IF NOT EXISTS one_main_item_per_person ON assignments (pid, item_id) WHERE role = 'main';
+CREATE INDEX IF NOT EXISTS assignments_by_item ON assignments (item_id);
+CREATE TABLE IF NOT EXISTS responses (
+    rid INTEGER PRIMARY KEY,
+    pid INTEGER NOT NULL REFERENCES participants(pid),
+    seq INTEGER NOT NULL,
+    item_id TEXT NOT NULL,
+    step INTEGER NOT NULL,
+    answer TEXT NOT NULL,
+    judgment REAL,
+    shown_order TEXT,
+    timed_out INTEGER NOT NULL DEFAULT 0,
+    client_ms INTEGER,
+    received REAL NOT NULL,
+    UNIQUE (pid, seq, step)
+);
+"""
+
+
+class StudyStore:
+    """The database of one study. ``write()`` is the one way to change it; ``read()`` gives a connection for
+    queries (each thread its own)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._local = threading.local()
+        self._write_lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with self._write_lock:  # executescript commits on its own: no BEGIN around it
+            self._connection().executescript(SCHEMA)
+
+    def _connection(self) -> sqlite3.Connection:
+        db = getattr(self._local, "db", None)
+        if db is None:
+            try:
+                db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+                db.row_factory = sqlite3.Row
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=FULL")
+                db.execute("PRAGMA foreign_keys=ON")
+            except sqlite3.Error as exc:
+                raise HarnessError(f"{self.path}: cannot open the study database ({exc})") from None
+            self._local.db = db
+        return db
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed (and on disk) when the block ends, rolled back if it raises."""
+        db = self._connection()
+        with self._write_lock:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+
+    def read(self) -> sqlite3.Connection:
+        return self._connection()
+
+    def close(self) -> None:
+        db = getattr(self._local, "db", None)
+        if db is not None:
+            db.close()
+            self._local.db = None
+
+    # ------------------------------------------------------------------------------------------------ study
+    def meta(self, key: str) -> str | None:
+        row = self.read().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if row is None else str(row["value"])
+
+    def install(self, study_name: str, digest: str, items: Sequence[Item]) -> None:
+        """Store the study's items once; a database made for another study, or another version of it, is
+        refused, so responses are never mixed across studies."""
+        with self.write() as db:
+            found = {r["key"]: r["value"] for r in db.execute("SELECT key, value FROM meta")}
+            if found:
+                if found.get("study") != study_name or found.get("digest") != digest:
+                    raise HarnessError(
+                        f"{self.path}: this database holds study '{found.get('study')}' version "
+                        f"{found.get('digest')}, not '{study_name}' version {digest} (the study file or its texts "
+                        "changed: give a new --db, or undo the change)"
+                    )
+                return
+            db.executemany(
+                "INSERT INTO items (item_id, ord, role, payload, n_steps, participants) VALUES (?, ?, ?, ?, ?, ?)",
+                [(it.item_id, i, it.role, json.dumps(it.payload, ensure_ascii=False), it.n_steps,
+                  it.payload.get("participants")) for i, it in enumerate(items)],
+            )  # fmt: skip
+            db.executemany(
+                "INSERT INTO meta (key, value) VALUES (?, ?)",
+                [("study", study_name), ("digest", digest), ("schema", SCHEMA_VERSION)],
+            )
+
+    def is_installed(self) -> bool:
+        return self.meta("digest") is not None
+
+    def items(self, role: str | None = None) -> list[Item]:
+        query = "SELECT item_id, role, payload, n_steps FROM items"
+        rows = self.read().execute(
+            query + (" WHERE role = ?" if role else "") + " ORDER BY ord", (role,) if role else ()
+        )
+        return [Item(r["item_id"], r["role"], json.loads(r["payload"]), int(r["n_steps"])) for r in rows]
+
+    def responses(self) -> list[dict[str, Any]]:
+        """Every stored response with its participant and item, in the order received."""
+        rows = self.read().execute(
+            "SELECT r.*, p.external_id, p.id_source, p.status, p.excluded_reason, a.role "
+            "FROM responses r JOIN participants p USING (pid) JOIN assignments a USING (pid, seq) ORDER BY r.rid"
+        )
+        return [dict(r) for r in rows]
+
+    def participants(self) -> list[dict[str, Any]]:
+        return [dict(r) for r in self.read().execute("SELECT * FROM participants ORDER BY pid")]
