@@ -158,8 +158,8 @@ def build_items(study: Study, texts: Sequence[Text], prepare_game: GamePreparer 
         if study.kind == "passage_cloze":
             if len(words) < study.first_word:
                 raise HarnessError(f"text {shorten_repr(text_id)}: fewer than {study.first_word} words")
-            items.append(Item(text_id, "main", {"text_id": text_id, "words": words, "first": study.first_word, **target_n},
-                              len(words) - study.first_word + 1))  # fmt: skip
+            payload = {"text_id": text_id, "words": words, "first": study.first_word, **target_n}
+            items.append(Item(text_id, "main", payload, len(words) - study.first_word + 1))
         else:
             if len(words) < 2:
                 raise HarnessError(f"text {shorten_repr(text_id)}: a sentence needs at least two words")
