@@ -10,7 +10,8 @@ What each name is for:
 - hooks: ``hookimpl`` marks a hook implementation; ``Register*`` are the types of each hook's ``register``
   callback (see ``harness.hookspecs`` and ``docs/plugins.md``);
 - request kinds: ``RequestKind`` (subclass it to add a kind), ``Need``, and the built-in request and response types;
-- model adapters: ``ModelAdapter``, ``ModelSpec``;
+- model adapters: ``ModelAdapter``, ``ModelSpec``, and ``TokenLevelModel``, the optional token-level capability
+  (a text as the model's tokens, next-token log-probabilities) the next-token games of ``harness collect`` use;
 - scorers: ``Scorer``, ``ArgsScorer`` (a scorer whose ``options`` are checked), ``Metric``, ``ScorerUnavailable``,
   ``BOOTSTRAP_OPTIONS``, ``mean_metric`` / ``bootstrap_metric`` for confidence intervals, ``metric_rngs`` for one
   random stream per metric;
@@ -42,7 +43,7 @@ from harness.hookspecs import (
 )
 from harness.instances import ChoiceInstance, ClozeInstance, GenerationInstance, Instance
 from harness.kinds.base import Need, RequestKind
-from harness.models import ModelAdapter, ModelSpec
+from harness.models import ModelAdapter, ModelSpec, TokenLevelModel
 from harness.options import (
     Option,
     OptionError,
@@ -139,6 +140,7 @@ __all__ = [
     "SimilarityResponse",
     "Surface",
     "TaskConfigError",
+    "TokenLevelModel",
     "WordDistributionRequest",
     "WordDistributionResponse",
     "boolean",

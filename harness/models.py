@@ -6,10 +6,12 @@ needs a kind the adapter cannot answer fails before any work is done.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+import numpy as np
 
 from harness.instances import Instance
 from harness.options import Options
@@ -125,3 +127,37 @@ class ModelAdapter:
     def close(self) -> None:  # noqa: B027 - optional: most adapters hold nothing that outlives them
         """Release what the model holds (GPU memory, a server connection) once the run has every answer. The runner
         calls it once per adapter, also after a failed run; the default does nothing."""
+
+
+@runtime_checkable
+class TokenLevelModel(Protocol):
+    """An optional adapter capability: a text shown as the model's own tokens, and the model's next-token distribution.
+
+    Why it exists: the next-token games of ``harness collect`` (Shlegeris et al. 2022, "Language models are better
+    than humans at next-token prediction") show a person a text token by token, exactly as one model reads it, and
+    sample the decoy token from that model's distribution with its probability recorded. No request kind carries a
+    whole-vocabulary distribution, so this is a separate, optional interface rather than a ``<kind>_many`` method:
+    an adapter that can (``hf``, ``mock``) implements these three methods and ``isinstance(adapter,
+    TokenLevelModel)`` tells the caller so; API adapters, which see no vocabulary, do not.
+    """
+
+    def token_ids(self, text: str) -> list[int]:
+        """``text``'s token ids as the model reads it in the middle of a text: no special tokens added (a BOS token,
+        where the model uses one, is :meth:`next_token_logprobs`'s business), so that ``token_ids(text)[:i]`` is
+        the context of token ``i``."""
+        ...
+
+    def token_strings(self, ids: Sequence[int]) -> list[str]:
+        """Each token of ``ids`` as shown to a person, such that ``"".join(token_strings(token_ids(text))) == text``
+        for ordinary text. A byte-level tokenizer may split one character over several tokens, where a token decoded
+        alone reads as a replacement character; an adapter decodes the ids cumulatively and gives each token the
+        text it adds, so the concatenation is exact (such a token then shows as the empty string, and the one
+        completing the character shows all of it)."""
+        ...
+
+    def next_token_logprobs(self, contexts: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """For each context (token ids as :meth:`token_ids` gives them, possibly empty), the natural-log next-token
+        distribution over the whole vocabulary at temperature 1: a float64 array whose ``logsumexp`` is 0, indexed by
+        token id. The model's own conventions apply: a BOS token in front where its tokenizer puts one (an empty
+        context reads the BOS token alone), and a context longer than the model's window is cut from the left."""
+        ...

@@ -42,6 +42,7 @@ LAYERS: dict[str, int] = {
     "harness.leaderboard": 6,
     "harness.exports": 6,
     "harness.analyses": 6,
+    "harness.collect": 6,
     "harness.__main__": 6,
 }
 

@@ -1,7 +1,9 @@
 """The ``hf`` model adapter: a transformers model answering ``sample_words`` with the trie sampler, ``generate``
 with the batched generator (``plugins.hf.generator``) and the multiple-choice queries (``loglikelihood``,
 ``next_token``, ``similarity``) with the query scorer (``plugins.hf.query_scoring``). Sequence-to-sequence models
-answer everything but ``sample_words``.
+answer everything but ``sample_words``. Causal models also implement ``harness.models.TokenLevelModel`` (a text as
+the model's tokens, next-token log-probabilities; ``plugins.hf.token_level``) for the next-token games of
+``harness collect``.
 
 ``--model hf:NAME`` takes a packaged alias (``smollm2-135m``: SmolLM2-135M-Instruct, dequantised from a Q4_1 GGUF),
 a local checkpoint directory or a hub id (see ``plugins.hf.model_source``). ``--model-args`` are declared in
@@ -13,8 +15,10 @@ a local checkpoint directory or a hub id (see ``plugins.hf.model_source``). ``--
 from __future__ import annotations
 
 import gc
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
+import numpy as np
 import torch
 from transformers.utils import logging as transformers_logging
 
@@ -40,6 +44,7 @@ from plugins.hf.generator import BatchGenerator
 from plugins.hf.load_options import AUTO_STEP_ROWS, DTYPE_NAMES, resolve_batch_size, resolve_device
 from plugins.hf.loading import LoadedModel, load_hf_model
 from plugins.hf.query_scoring import QueryScorer
+from plugins.hf.token_level import TokenLevel
 from plugins.hf.word_distribution import ExactWordSearch
 from plugins.hf.word_sampler import TrieWordSampler
 
@@ -140,6 +145,7 @@ class HFAdapter(ModelAdapter):
             device=self._loaded.device,
             batch_size=self._loaded.batch_size,
         )
+        self._token_level: TokenLevel | None = None
 
     @property
     def loaded(self) -> LoadedModel:
@@ -208,6 +214,29 @@ class HFAdapter(ModelAdapter):
         """Cosines between the model's representations of each prompt and its options."""
         return self._query_scorer().similarity_many(queries)
 
+    # ------------------------------------------------------------------ token level (harness.models.TokenLevelModel)
+    def _tokens(self) -> TokenLevel:
+        """The token-level view of the loaded model (``plugins.hf.token_level``), built on first use."""
+        if self._token_level is None:
+            loaded = self.loaded
+            self._token_level = TokenLevel(
+                loaded.model, loaded.tokenizer, device=loaded.device, batch_size=loaded.batch_size, name=self.spec.label
+            )
+        return self._token_level
+
+    def token_ids(self, text: str) -> list[int]:
+        """``text``'s token ids, no special tokens added (``TokenLevelModel``)."""
+        return self._tokens().token_ids(text)
+
+    def token_strings(self, ids: Sequence[int]) -> list[str]:
+        """Each token as shown to a person; they join to the decoded text (``TokenLevelModel``)."""
+        return self._tokens().token_strings(ids)
+
+    def next_token_logprobs(self, contexts: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """The float64 next-token log-distribution after each context, BOS and window as the model reads them
+        (``TokenLevelModel``)."""
+        return self._tokens().next_token_logprobs(contexts)
+
     def info(self) -> dict[str, Any]:
         """Provenance for ``results.json``: what was resolved and how it runs (no timings: results stay stable)."""
         import transformers
@@ -239,6 +268,7 @@ class HFAdapter(ModelAdapter):
         self._search = None
         self._generator = None
         self._scorer = None
+        self._token_level = None
         self._loaded = None
         gc.collect()
         if device is not None and device.type == "cuda":

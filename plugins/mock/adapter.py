@@ -1,7 +1,8 @@
 """``--model mock:NAME``: a fake model that answers every request kind deterministically from its seed.
 
 Why it exists: the runner, the response store, resuming, re-scoring, every scorer and the leaderboard can be
-tested in seconds instead of minutes of a real model. Its answers are NOT a language model's: words and texts are
+tested in seconds instead of minutes of a real model (and the next-token games of ``harness collect``, through its
+token level: words as tokens, see ``_TokenTable``). Its answers are NOT a language model's: words and texts are
 drawn from a Zipf distribution over the input's own words and a fixed list of common English words, and
 log-probabilities and representation vectors are hashes of the text. They are a function of the request alone
 (its seed, its texts, its decoding settings) and of the ``--model-args``, so a run, a resumed run and a run with
@@ -14,10 +15,12 @@ import hashlib
 import math
 import re
 import time
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
+from harness.errors import HarnessError
 from harness.models import ModelAdapter, ModelSpec
 from harness.options import (
     Option,
@@ -152,6 +155,49 @@ def _unit(*parts: object) -> float:
 def _rng(*parts: object) -> np.random.Generator:
     digest = hashlib.sha256("\x1f".join(str(p) for p in parts).encode("utf-8")).digest()
     return np.random.default_rng(int.from_bytes(digest[:8], "big"))
+
+
+#: Ids of the mock's tokens (``TokenLevelModel``): its distributions are arrays of this length.
+MOCK_VOCAB_SIZE = 4096
+#: A mock token: a word with the whitespace before it, or whitespace that ends the text (so pieces join to the text).
+_PIECE = re.compile(r"\s*\S+|\s+")
+#: Share of every next-token distribution spread evenly over the whole vocabulary, so any token has a probability.
+_FLOOR = 0.01
+
+
+class _TokenTable:
+    """The mock's tokens: pieces of text (:data:`_PIECE`) and their ids, both ways.
+
+    A piece's id is its SHA-256 modulo :data:`MOCK_VOCAB_SIZE`, so ids are the same in every process; a piece whose
+    id another piece already holds takes the next free id (linear probing), so two pieces never share an id, at the
+    price that such a piece's id depends on which pieces came before it. The common words (``" " + word``, in
+    :data:`COMMON_WORDS` order) are registered first, so the tokens the mock samples most decode to real words; an id
+    no piece holds decodes to ``" tok<id>"``."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.pieces: dict[int, str] = {}
+        for word in COMMON_WORDS:
+            self.id(" " + word)
+
+    def id(self, piece: str) -> int:
+        found = self.ids.get(piece)
+        if found is not None:
+            return found
+        if len(self.pieces) >= MOCK_VOCAB_SIZE:
+            raise HarnessError(f"the mock model's {MOCK_VOCAB_SIZE} token ids are all taken; use fewer distinct words")
+        slot = int(_unit("token", piece) * MOCK_VOCAB_SIZE)
+        while slot in self.pieces:
+            slot = (slot + 1) % MOCK_VOCAB_SIZE
+        self.ids[piece], self.pieces[slot] = slot, piece
+        return slot
+
+    def piece(self, token: int) -> str:
+        return self.pieces.get(int(token), f" tok{int(token)}")
+
+
+#: The common words' ids, the same in every table (they are registered first, in a fixed order).
+_COMMON_IDS: tuple[int, ...] = tuple(_TokenTable().ids[" " + word] for word in COMMON_WORDS)
 
 
 class MockAdapter(ModelAdapter):
@@ -324,6 +370,47 @@ class MockAdapter(ModelAdapter):
                 vec = self._vector(option)
                 cosines.append(float(prompt @ vec / (np.linalg.norm(prompt) * np.linalg.norm(vec))))
             answers.append(SimilarityResponse(cosines))
+        return answers
+
+    # ------------------------------------------------------------------ token level (harness.models.TokenLevelModel)
+    _table: _TokenTable | None = None
+
+    def _tokens(self) -> _TokenTable:
+        if self._table is None:
+            self._table = _TokenTable()
+        return self._table
+
+    def token_ids(self, text: str) -> list[int]:
+        """``text`` cut into :data:`_PIECE` pieces (a word with the whitespace before it), as their ids
+        (:class:`_TokenTable`)."""
+        table = self._tokens()
+        return [table.id(piece) for piece in _PIECE.findall(text)]
+
+    def token_strings(self, ids: Sequence[int]) -> list[str]:
+        """Each id's piece: they join back to the text exactly."""
+        table = self._tokens()
+        return [table.piece(t) for t in ids]
+
+    def next_token_logprobs(self, contexts: Sequence[Sequence[int]]) -> list[np.ndarray]:
+        """A function of the context ids alone: the context's last distinct tokens (most recent first, at most
+        ``input_words``), then the common words, ranked by Zipf weights jittered by a stream seeded from the ids,
+        and :data:`_FLOOR` of the mass spread evenly over all :data:`MOCK_VOCAB_SIZE` ids."""
+        self._wait()
+        answers = []
+        for context in contexts:
+            ids = [int(t) for t in context]
+            own: list[int] = []
+            for token in reversed(ids):
+                if token not in own:
+                    own.append(token)
+                if len(own) == self.settings["input_words"]:
+                    break
+            ranked = own + [t for t in _COMMON_IDS if t not in own]
+            weights = np.arange(1, len(ranked) + 1, dtype=np.float64) ** -self.settings["zipf"]
+            weights *= np.exp(0.5 * _rng("token_logprobs", ids).standard_normal(len(ranked)))
+            probs = np.full(MOCK_VOCAB_SIZE, _FLOOR / MOCK_VOCAB_SIZE)
+            probs[ranked] += (1.0 - _FLOOR) * weights / weights.sum()
+            answers.append(np.log(probs / probs.sum()))
         return answers
 
     def info(self) -> dict[str, Any]:
