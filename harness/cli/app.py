@@ -7,6 +7,7 @@ import argparse
 import sys
 
 from harness import __version__
+from harness.cli.collect import add_collect
 from harness.cli.data_sets import add_data
 from harness.cli.human_perplexity import add_human_perplexity
 from harness.cli.parsing import OneLineArgumentParser, examples, join_signed_values
@@ -31,6 +32,7 @@ SUBCOMMANDS = (
     add_data,
     add_plugins,
     add_human_perplexity,
+    add_collect,
 )
 
 

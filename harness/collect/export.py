@@ -1,0 +1,154 @@
+"""``harness collect export``: a study's responses written as exactly the files the harness reads, with a manifest.
+
+Why the export, not the database, is what analyses read: the database holds everything (practice answers, attention
+checks, people later excluded, answers left empty), and every analysis must drop the same things. The export applies
+those rules once (``harness.collect.selection``): only answers to main items, by participants not excluded, that are
+real answers (an empty or timed-out answer is counted as missing, never as a response). Each kind writes the format
+its analysis already reads (``harness.collect.export_cloze``, ``harness.collect.export_games``); ``manifest.json``
+says what was exported from which database and study version, what was left out and why, and each file's SHA-256.
+
+Participant ids can be replaced by pseudonyms (``hash_ids``): an HMAC-SHA256 of the platform id under a secret salt
+made once and kept in the study database (meta key ``export_salt``), so one person has the same pseudonym in
+every export of the study, and the pseudonym cannot be traced back to the platform id without the database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from collections.abc import Callable
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from harness import __version__
+from harness.collect.export_cloze import write_cloze
+from harness.collect.export_games import write_next_token, write_which_one
+from harness.collect.flow import StudyFlow
+from harness.collect.items import Item
+from harness.collect.selection import Answer, select_answers
+from harness.collect.status import progress
+from harness.collect.store import StudyStore
+from harness.errors import HarnessError
+from harness.files import ensure_output_dir, write_json
+
+MANIFEST = "manifest.json"
+SALT_KEY = "export_salt"
+#: Hex digits of the HMAC kept as a pseudonym (64 bits: no collision among any realistic number of people).
+PSEUDONYM_HEX = 16
+
+
+#: A kind's writer: (flow, the main items in study order, the exported answers, the output folder) -> the files it
+#: wrote (relative to the folder) and what it adds to the manifest.
+Writer = Callable[[StudyFlow, list[Item], list[Answer], Path], tuple[list[str], dict[str, Any]]]
+
+
+def export_study(flow: StudyFlow, out_dir: Path, hash_ids: bool) -> dict[str, Any]:
+    """Write the study's export into ``out_dir`` and return its manifest (also written as ``manifest.json``).
+
+    The responses, the participants and the coverage are read in one snapshot of the database, so an export taken
+    while the server runs is consistent."""
+    ensure_output_dir(out_dir, "--out")
+    name = pseudonymiser(flow.store) if hash_ids else str
+    db = flow.store.read()
+    db.execute("BEGIN")
+    try:
+        rows = flow.store.responses()
+        report = progress(flow)
+    finally:
+        db.execute("COMMIT")
+    main = flow.store.items("main")
+    answers, counts = select_answers(flow.study.kind, flow.items, rows, name)
+    files, extra = _writer(flow.study.kind)(flow, main, answers, out_dir)
+    manifest = _manifest(flow, report, answers, counts, name, hash_ids, out_dir, files)
+    manifest.update(extra)
+    write_json(out_dir / MANIFEST, manifest)
+    return manifest
+
+
+def _writer(kind: str) -> Writer:
+    if kind in ("passage_cloze", "sentence_completion"):
+        return write_cloze
+    return write_next_token if kind == "next_token_game" else write_which_one
+
+
+def pseudonymiser(store: StudyStore) -> Callable[[str], str]:
+    """The study's pseudonym function: ``HMAC-SHA256(salt, platform id)``, its first :data:`PSEUDONYM_HEX` hex
+    digits. The salt (32 random bytes, :mod:`secrets`) is made on the first export and kept in the database."""
+    with store.write() as db:
+        db.execute("INSERT OR IGNORE INTO meta (key, value) VALUES (?, ?)", (SALT_KEY, secrets.token_hex(32)))
+    salt = store.meta(SALT_KEY)
+    if salt is None:  # pragma: no cover - the row was just written
+        raise HarnessError(f"{store.path}: cannot keep the export salt in the study database")
+    key = bytes.fromhex(salt)
+
+    def name(external_id: str) -> str:
+        return hmac.new(key, external_id.encode("utf-8"), hashlib.sha256).hexdigest()[:PSEUDONYM_HEX]
+
+    return name
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _manifest(
+    flow: StudyFlow,
+    report: dict[str, Any],
+    answers: list[Answer],
+    left_out: dict[str, int],
+    name: Callable[[str], str],
+    hash_ids: bool,
+    out_dir: Path,
+    files: list[str],
+) -> dict[str, Any]:
+    per_item: dict[str, dict[str, Any]] = {}
+    for a in answers:
+        entry = per_item.setdefault(a.item.item_id, {"responses": 0, "people": set()})
+        entry["responses"] += 1
+        entry["people"].add(a.participant)
+    coverage = [
+        {
+            **item,
+            "participants_exported": len(per_item.get(item["item_id"], {}).get("people", ())),
+            "responses_exported": per_item.get(item["item_id"], {}).get("responses", 0),
+        }
+        for item in report["items"]
+    ]
+    return {
+        "study": flow.study.name,
+        "kind": flow.study.kind,
+        "digest": flow.study.digest,
+        "study_file": str(flow.study.path.resolve()),
+        "database": str(flow.store.path.resolve()),
+        "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "harness_version": __version__,
+        "participant_ids": (
+            f"pseudonyms: HMAC-SHA256 of the platform id under the database's secret '{SALT_KEY}', first "
+            f"{PSEUDONYM_HEX} hex digits"
+            if hash_ids
+            else "the platform ids as given"
+        ),
+        "counts": {
+            "participants": report["participants"],
+            "participants_exported": len({a.participant for a in answers}),
+            "responses_exported": len(answers),
+            "missing": {"empty": left_out["empty"], "timed_out": left_out["timed_out"]},
+            "not_exported": {
+                "excluded_participants": left_out["excluded_participants"],
+                "practice_and_catch": left_out["practice_and_catch"],
+            },
+            "items": report["n_items"],
+            "items_at_target": report["items_at_target"],
+        },
+        "exclusions": [{"participant": name(e["participant"]), "reason": e["reason"]} for e in report["excluded"]],
+        "coverage": coverage,
+        "files": {
+            rel: {"sha256": sha256_file(out_dir / rel), "bytes": (out_dir / rel).stat().st_size} for rel in files
+        },
+    }
