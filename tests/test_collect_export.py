@@ -129,7 +129,8 @@ def test_both_tasks_run_on_a_cloze_export(tmp_path: Path) -> None:
     out = tmp_path / "export"
     export_study(answered_cloze(tmp_path), out, hash_ids=False)
     run_main("run", "--tasks", "provo", "--human-only", "--data-dir", str(out), "--output-dir", str(tmp_path / "a"))
-    run_main("run", "--tasks", str(out / "tiny-cloze.yaml"), "--human-only", "--output-dir", str(tmp_path / "b"))
+    run_main("run", "--tasks", str(out / "tiny-cloze.yaml"), "--human-only", "--data-dir", str(out),
+             "--output-dir", str(tmp_path / "b"))  # fmt: skip
     provo = json.loads((tmp_path / "a" / "human" / "results.json").read_text())
     mine = json.loads((tmp_path / "b" / "human" / "results.json").read_text())
     assert provo["n-samples"]["provo"]["effective"] == mine["n-samples"]["tiny-cloze"]["effective"] == 6

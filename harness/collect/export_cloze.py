@@ -67,12 +67,12 @@ def write_cloze(
     atomic_write_text(out_dir / NORMS, _norms_csv(main, answers, numbers))
     task_file = f"{flow.study.name}.yaml"
     task_name = task_name_for(flow.study.name)
-    atomic_write_text(out_dir / task_file, _task_yaml(flow, task_name, (out_dir / RESPONSES).resolve()))
+    atomic_write_text(out_dir / task_file, _task_yaml(flow, task_name, RESPONSES))
     extra: dict[str, Any] = {
         "task": task_name,
         "commands": [
             f"harness run --tasks provo --human-only --data-dir {out_dir}",
-            f"harness run --tasks {out_dir / task_file} --human-only",
+            f"harness run --tasks {out_dir / task_file} --human-only --data-dir {out_dir}",
         ],
     }
     if any(str(number) != item.item_id for item, number in zip(main, numbers, strict=True)):
@@ -143,19 +143,20 @@ def _norms_csv(main: list[Item], answers: list[Answer], numbers: list[int]) -> s
     return _csv(rows, NORMS_COLUMNS)
 
 
-def _task_yaml(flow: StudyFlow, task_name: str, responses: Path) -> str:
+def _task_yaml(flow: StudyFlow, task_name: str, responses: str) -> str:
     study = flow.study
     # JSON strings are YAML strings: the paths and texts below are quoted safely whatever they hold.
     return (
         f"# Written by 'harness collect export' from study {study.name} (version {study.digest}).\n"
-        f"# The data path is absolute; after moving the export, change it (or give a path under --data-dir).\n"
+        f"# Its data path is relative to the data root: run it with --data-dir set to the export's folder, e.g.\n"
+        f"#   harness run --tasks EXPORT/{task_name}.yaml --human-only --data-dir EXPORT\n"
         f"task: {task_name}\n"
         "version: 1\n"
         f"description: {json.dumps(f'Cloze responses collected with harness collect (study {study.name}, {study.kind}, version {study.digest}).')}\n"  # noqa: E501
         "tags: [cloze, next-word, variability, collected]\n"
         "loader: generic_cloze\n"
         "data:\n"
-        f"  files: {json.dumps(str(responses))}\n"
+        f"  files: {json.dumps(responses)}\n"
         "  group_by: [text_id, word_num]\n"
         '  id: "{{ text_id }}-{{ word_num }}"\n'
         "  context: context\n"

@@ -290,6 +290,11 @@ def _catch_items(value: Any, where: str, name: str, kind: str, *, need_answer: b
         if unknown:
             raise HarnessError(f"{here}: unknown key '{unknown[0]}' (accepted: answer, text)")
         answer = entry.get("answer", [])
+        if isinstance(answer, (bool, int, float)):
+            raise HarnessError(
+                f"{here}: field 'answer': YAML read {answer!r}, not a word (YAML reads yes, no, on, off, true, "
+                'false and numbers as values): quote the word, e.g. answer: "yes"'
+            )
         answers = [answer] if isinstance(answer, str) else answer
         if not isinstance(answers, list) or not all(isinstance(a, str) and a.strip() for a in answers):
             raise HarnessError(f"{here}: field 'answer': expected a word or a list of words")
