@@ -26,6 +26,7 @@ sys.path.insert(0, str(REPO))
 
 from harness.collect.prepare import open_study  # noqa: E402
 from harness.collect.web import serving_in_thread  # noqa: E402
+from tests.headless_chromium import start_chromium  # noqa: E402
 
 EXAMPLES = REPO / "examples" / "collect"
 TOKEN = "screenshot-admin-token"
@@ -66,19 +67,10 @@ def _study(folder: Path, name: str, model: str | None) -> Path:
 
 
 def _browser() -> Any:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
-    chromedriver = shutil.which("chromedriver")
-    if not (chromium and chromedriver):
-        raise SystemExit("chromium and chromedriver are needed (scripts/setup.sh --browser)")
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1000,700", "--hide-scrollbars"):
-        options.add_argument(arg)
-    options.binary_location = chromium
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    return webdriver.Chrome(service=Service(chromedriver), options=options)
+    try:
+        return start_chromium("1000,700", "--hide-scrollbars")
+    except RuntimeError as exc:
+        raise SystemExit(str(exc)) from None
 
 
 # ------------------------------------------------------------------------------------------------ page helpers

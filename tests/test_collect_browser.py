@@ -10,8 +10,6 @@ test. Slow (a browser is started); skipped where no Chromium is installed, excep
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,13 +18,12 @@ import pytest
 
 from harness.collect.flow import shown_order
 from tests.collect_server import CLOZE_STUDY, running_server, write_study
+from tests.headless_chromium import chromium_or_skip
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("starlette")
 pytest.importorskip("uvicorn")
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 PASSAGES = {"a": "The cat sat on the mat.", "b": "Dogs like to run.", "c": "It was a cold night."}
 
 WHICH_ONE_STUDY = """\
@@ -63,23 +60,8 @@ instructions: Guess the next token.
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not (CHROMIUM and CHROMEDRIVER):
-        if os.environ.get("HARNESS_REQUIRE_BROWSER") == "1":
-            pytest.fail(
-                "HARNESS_REQUIRE_BROWSER=1 but chromium or chromedriver is not installed (scripts/setup.sh --browser)"
-            )
-        pytest.skip("chromium and chromedriver are not installed (scripts/setup.sh --browser installs them)")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1000,800"):
-        options.add_argument(arg)
-    options.binary_location = CHROMIUM
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
+    with chromium_or_skip("1000,800") as driver:
+        yield driver
 
 
 def _wait(browser: Any, condition: Callable[[Any], Any], timeout: float = 15) -> Any:

@@ -8,8 +8,6 @@ are under test. Slow (a browser is started); skipped where no Chromium is instal
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,12 +16,11 @@ import numpy as np
 import pytest
 
 from harness.leaderboard import build
+from tests.headless_chromium import chromium_or_skip
 
 pytestmark = pytest.mark.slow
 
 MODEL = "mock:test"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHROMEDRIVER = shutil.which("chromedriver")
 
 
 @pytest.fixture(scope="module")
@@ -37,23 +34,8 @@ def board_dir(saved_mock_runs: Path, tmp_path_factory: pytest.TempPathFactory) -
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    if not (CHROMIUM and CHROMEDRIVER):
-        if os.environ.get("HARNESS_REQUIRE_BROWSER") == "1":
-            pytest.fail(
-                "HARNESS_REQUIRE_BROWSER=1 but chromium or chromedriver is not installed (scripts/setup.sh --browser)"
-            )
-        pytest.skip("chromium and chromedriver are not installed (scripts/setup.sh --browser installs them)")
-    webdriver = pytest.importorskip("selenium.webdriver")
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1400,1800"):
-        options.add_argument(arg)
-    options.binary_location = CHROMIUM
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    yield driver
-    driver.quit()
+    with chromium_or_skip("1400,1800") as driver:
+        yield driver
 
 
 def _column(driver: Any, table_id: str, heading: str) -> int:
