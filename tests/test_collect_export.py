@@ -95,7 +95,8 @@ def test_a_passage_cloze_export_is_the_provo_norms_layout_and_a_task_file(tmp_pa
 
     responses = read_csv(out / "responses.csv")
     assert list(responses[0]) == ["text_id", "word_num", "context", "target_word", "response", "participant",
-                                  "client_ms"]  # fmt: skip
+                                  "client_ms", "server_ms"]  # fmt: skip
+    assert all(int(r.pop("server_ms")) >= 0 for r in responses)
     assert responses[0] == {"text_id": "s1", "word_num": "2", "context": "Once", "target_word": "upon",
                             "response": "upon", "participant": "p1", "client_ms": "1000"}  # fmt: skip
     assert len(responses) == 16 and "p0" not in {r["participant"] for r in responses}
@@ -184,6 +185,7 @@ def test_next_token_game_export_counts_top1_by_hand(tmp_path: Path) -> None:
     out = tmp_path / "export"
     manifest = export_study(flow, out, hash_ids=False)
     guesses = [json.loads(line) for line in (out / "guesses.jsonl").read_text().splitlines()]
+    assert all(g.pop("server_ms") >= 0 for g in guesses)
     assert guesses[0] == {
         "text_id": "a", "position": 2, "position_id": "a-2", "context": "The cat", "true_token": " sat",
         "guess": " sat", "correct": True, "participant": "p1", "client_ms": 1000,
@@ -223,6 +225,7 @@ def test_which_one_game_export_is_a_rounds_file_human_perplexity_reads(tmp_path:
         assert math.isclose(line["judgment"], shown if true_first else 1 - shown)
         for field in ("position_id", "context", "true_token", "sampled_token", "generator_prob", "generator_true_prob"):
             assert line[field] == payload[field]
+        assert line["meta"].pop("server_ms") >= 0
         assert line["meta"] == {"sample": 0, "shown_order": row["shown_order"], "client_ms": row["client_ms"]}
     assert set(lines[0]) == {"position_id", "context", "true_token", "sampled_token", "generator_prob", "judgment",
                              "judge", "generator_true_prob", "meta"}  # fmt: skip
@@ -319,3 +322,24 @@ def test_the_admin_token_is_made_once_private_and_reused(tmp_path: Path, monkeyp
         admin_token(str(given), db)
     given.chmod(0o600)
     assert admin_token(str(given), db)[0] == "a-token-from-a-file-0123"
+
+
+def test_the_server_measures_each_answers_time_from_the_previous_answer(tmp_path: Path) -> None:
+    """``server_ms`` is the server's own clock: consent at 100 s, answers stored at 103.5 s and 110 s."""
+    flow = make_study(
+        tmp_path, "study: timed\nkind: passage_cloze\nparticipants_per_item: 1\n", "id,text\na,One two three\n"
+    )
+    now = [100.0]
+    flow.clock = lambda: now[0]
+    person = flow.join("p1")
+    flow.consent(person)
+    now[0] = 103.5
+    flow.answer(person, 0, 0, "two", 50)  # the client says 50 ms; the server saw 3.5 s
+    now[0] = 110.0
+    flow.answer(person, 0, 1, "four", 60)
+    export_study(flow, tmp_path / "out", hash_ids=False)
+    rows = read_csv(tmp_path / "out" / "responses.csv")
+    assert [(r["response"], r["client_ms"], r["server_ms"]) for r in rows] == [
+        ("two", "50", "3500"),
+        ("four", "60", "6500"),
+    ]

@@ -72,7 +72,7 @@ def test_balanced_assignment_gives_each_participant_the_least_covered_items(tmp_
     # then c; p4: nothing is left (every item at its target of 2).
     assert got == {"p1": ["a", "b"], "p2": ["c", "a"], "p3": ["b", "c"], "p4": []}
     assert flow.state(flow.join("p4")) == {
-        "phase": "complete", "items_done": 0, "study_full": True, "code": None, "url": None,
+        "phase": "complete", "items_done": 0, "study_full": True, "try_later": False, "code": None, "url": None,
     }  # fmt: skip
     report = progress(flow)
     assert [(i["item_id"], i["finished"], i["target"]) for i in report["items"]] == [
@@ -244,3 +244,31 @@ def test_missing_fields_and_a_wrong_kind_name_the_field(tmp_path: Path) -> None:
     path.write_text(BASE.replace("texts.csv", "nope.csv") + "study: s\nkind: passage_cloze\n")
     with pytest.raises(HarnessError, match=r"field 'texts'.file: no such file .*nope.csv"):
         load_study(path)
+
+
+def test_a_study_full_only_for_now_lets_a_participant_come_back_for_a_place_freed_later(tmp_path: Path) -> None:
+    """One item, one place: while p1 holds it, p2 is told to try later (and is not marked complete); once p1's
+    session is over the place is released, and p2 coming back gets the item."""
+    body = "participants_per_item: 1\nitems_per_participant: 1\ntime_limits: {session_minutes: 1}\n"
+    flow = sentences(tmp_path, body, "id,text\na,The cat sat on the mat\n")
+    now = [1000.0]
+    flow.clock = lambda: now[0]
+    first = start(flow, "p1")
+    assert flow.state(first)["phase"] == "item"
+    second = start(flow, "p2")
+    waiting = flow.state(second)
+    assert waiting["phase"] == "complete" and waiting["try_later"] is True and waiting["study_full"] is True
+    assert flow.by_session(second.session).status == "active"  # type: ignore[union-attr]
+    now[0] += 61  # p1's session is over: the place is released when an item is next chosen
+    assert flow.state(second)["phase"] == "item"
+    assert item_of(flow, second, flow.state(second)["seq"]) == "a"
+
+
+def test_answers_keep_word_joiners_and_refuse_line_separators_and_bidi_overrides() -> None:
+    from harness.collect.flow import Refused, clean_text
+
+    assert clean_text("می\u200cخواهم", "answer") == "می\u200cخواهم"  # Persian needs the zero-width non-joiner
+    for bad in ("a\u2028b", "a\u2029b", "a\u202eb", "a\u200bb", "a\x07b", "a\ud800b"):
+        with pytest.raises(Refused) as refused:
+            clean_text(bad, "answer")
+        assert refused.value.status == 422

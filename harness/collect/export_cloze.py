@@ -2,7 +2,7 @@
 and a task file, so that a collected study runs through the harness as it is.
 
 * ``responses.csv``: one row per response (``text_id, word_num, context, target_word, response, participant,
-  client_ms``), the response as typed;
+  client_ms, server_ms``), the response as typed;
 * ``provo/Provo_Corpus-Predictability_Norms.csv``: the official OSF norms layout the ``provo`` loader reads
   (``plugins/loaders/provo_readers.py``, ``read_official``), one row per position and distinct response with its
   count, so ``harness run --tasks provo --human-only --data-dir OUT`` evaluates on the collected norms exactly as on
@@ -30,7 +30,9 @@ from harness.files import atomic_write_text
 
 RESPONSES = "responses.csv"
 NORMS = "provo/Provo_Corpus-Predictability_Norms.csv"
-RESPONSE_COLUMNS = ("text_id", "word_num", "context", "target_word", "response", "participant", "client_ms")
+RESPONSE_COLUMNS = (
+    "text_id", "word_num", "context", "target_word", "response", "participant", "client_ms", "server_ms"
+)  # fmt: skip
 #: The official norms' columns this export can fill (its Sentence_Number and Word_In_Sentence_Number need the
 #: corpus's own sentence division, which a study does not give; the loader does not read them).
 NORMS_COLUMNS = (
@@ -117,8 +119,8 @@ def _responses_csv(answers: list[Answer]) -> str:
     rows = []
     for a in answers:
         word_num, context, word = _word(a)
-        rows.append([a.item.payload["text_id"], word_num, context, word, a.answer, a.participant,
-                     "" if a.client_ms is None else a.client_ms])  # fmt: skip
+        times = ["" if ms is None else ms for ms in (a.client_ms, a.server_ms)]
+        rows.append([a.item.payload["text_id"], word_num, context, word, a.answer, a.participant, *times])
     return _csv(rows, RESPONSE_COLUMNS)
 
 

@@ -2,7 +2,8 @@
 ``harness human-perplexity`` reads.
 
 * next-token game: ``guesses.jsonl`` (one guess a line: ``text_id, position`` (the token's index), ``position_id``
-  (``"{text_id}-{index}"``), ``context, true_token, guess, correct, participant, client_ms``) and ``top1.json``
+  (``"{text_id}-{index}"``), ``context, true_token, guess, correct, participant, client_ms, server_ms``) and
+  ``top1.json``
   (the people's top-1 accuracy, pooled over guesses and averaged over positions, and per position with its
   number of guesses, beside the study model's own top-1 guess at the same positions);
 * which-one game: ``rounds.jsonl``, one judged round a line, written with the rounds format's own writer
@@ -57,6 +58,7 @@ def _guess(a: Answer) -> dict[str, Any]:
         "correct": a.answer == truth,
         "participant": a.participant,
         "client_ms": a.client_ms,
+        "server_ms": a.server_ms,
     }
 
 
@@ -142,5 +144,5 @@ def _round(a: Answer) -> Round:
         judgment=a.judgment,
         judge=a.participant,
         generator_true_prob=float(p["generator_true_prob"]),
-        meta={"sample": p["sample"], "shown_order": a.shown_order, "client_ms": a.client_ms},
+        meta={"sample": p["sample"], "shown_order": a.shown_order, "client_ms": a.client_ms, "server_ms": a.server_ms},
     )

@@ -56,9 +56,21 @@ def clean_text(value: Any, what: str, max_chars: int = MAX_ANSWER_CHARS) -> str:
         raise Refused(422, f"{what}: expected a string")
     if len(value) > max_chars:
         raise Refused(413, f"{what}: longer than {max_chars} characters")
-    if any(unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn") for c in value):
-        raise Refused(422, f"{what}: control or unassigned characters are not accepted")
+    if any(_refused_character(c) for c in value):
+        raise Refused(422, f"{what}: control, format or unassigned characters are not accepted")
     return unicodedata.normalize("NFC", value).strip()
+
+
+#: Format characters a word may need: the zero-width non-joiner and joiner (Persian, Hindi, emoji sequences).
+_WORD_FORMAT_CHARACTERS = frozenset("\u200c\u200d")
+#: Refused: controls, surrogates, private use, unassigned, the line and paragraph separators (a JSON Lines reader
+#: that splits on them would break an export's line) and every other format character (bidirectional overrides,
+#: zero-width spaces, byte order marks).
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cs", "Co", "Cn", "Zl", "Zp", "Cf"})
+
+
+def _refused_character(c: str) -> bool:
+    return unicodedata.category(c) in _REFUSED_CATEGORIES and c not in _WORD_FORMAT_CHARACTERS
 
 
 class StudyFlow:
@@ -121,8 +133,32 @@ class StudyFlow:
             slot = self._current_slot(db, pid)
             if slot is not None:
                 return self._item_state(db, pid, slot)
-            db.execute("UPDATE participants SET status = 'complete', completed = ? WHERE pid = ?", (self.clock(), pid))
+            if not self._only_held_places_left(db, pid):
+                db.execute(
+                    "UPDATE participants SET status = 'complete', completed = ? WHERE pid = ?", (self.clock(), pid)
+                )
         return self._complete_state(db, pid)
+
+    def _only_held_places_left(self, db: sqlite3.Connection, pid: int) -> bool:
+        """Whether the participant wants more items and every place left is held by someone still in progress: the
+        study is full for now, not for good (a held place is released after ``session_minutes``), so the participant
+        is not marked complete and a later visit may still get an item."""
+        n_main = db.execute("SELECT COUNT(*) FROM assignments WHERE pid = ? AND role = 'main'", (pid,)).fetchone()[0]
+        if n_main >= self.study.items_per_participant:
+            return False
+        row = db.execute(
+            """
+            SELECT COUNT(*) FROM items i
+            WHERE i.role = 'main'
+                AND i.item_id NOT IN (SELECT item_id FROM assignments WHERE pid = ? AND role = 'main')
+                AND (SELECT COUNT(*) FROM assignments a WHERE a.item_id = i.item_id AND a.role = 'main'
+                     AND a.finished IS NOT NULL
+                     AND a.pid IN (SELECT pid FROM participants WHERE status != 'excluded'))
+                    < COALESCE(i.participants, ?)
+            """,
+            (pid, self.study.participants_per_item),
+        ).fetchone()
+        return bool(row[0])
 
     def _current_slot(self, db: sqlite3.Connection, pid: int) -> sqlite3.Row | None:
         now = self.clock()
@@ -216,7 +252,9 @@ class StudyFlow:
         return {
             "phase": "complete",
             "items_done": n_main,
-            "study_full": person["status"] == "complete" and n_main < self.study.items_per_participant,
+            "study_full": person["status"] in ("complete", "active") and n_main < self.study.items_per_participant,
+            # Full for now: places are held by participants still in progress; one may be free later.
+            "try_later": person["status"] == "active",
             "code": self.study.completion_code,
             "url": self.study.completion_url,
         }

@@ -157,12 +157,17 @@ def build_items(study: Study, texts: Sequence[Text], prepare_game: GamePreparer 
         target_n = {"participants": entry.participants} if entry.participants else {}
         if study.kind == "passage_cloze":
             if len(words) < study.first_word:
-                raise HarnessError(f"text {shorten_repr(text_id)}: fewer than {study.first_word} words")
+                raise HarnessError(
+                    f"{study.texts.describe()}: text {shorten_repr(text_id)}: fewer than {study.first_word} words "
+                    f"(the study's first_word)"
+                )
             payload = {"text_id": text_id, "words": words, "first": study.first_word, **target_n}
             items.append(Item(text_id, "main", payload, len(words) - study.first_word + 1))
         else:
             if len(words) < 2:
-                raise HarnessError(f"text {shorten_repr(text_id)}: a sentence needs at least two words")
+                raise HarnessError(
+                    f"{study.texts.describe()}: text {shorten_repr(text_id)}: a sentence needs at least two words"
+                )
             items.append(
                 Item(text_id, "main", {"text_id": text_id, "words": words, "first": len(words), **target_n}, 1)
             )

@@ -31,6 +31,8 @@ class Answer:
     #: The platform id, or its pseudonym.
     participant: str
     client_ms: int | None
+    #: What the server measured: from the participant's previous stored answer (or consent) to this one.
+    server_ms: int | None
     #: The response's number in the database (the order answers were received in).
     rid: int
 
@@ -62,6 +64,7 @@ def select_answers(
                     shown_order=row["shown_order"],
                     participant=name(str(row["external_id"])),
                     client_ms=None if row["client_ms"] is None else int(row["client_ms"]),
+                    server_ms=None if row["server_ms"] is None else int(row["server_ms"]),
                     rid=int(row["rid"]),
                 )
             )

@@ -108,10 +108,14 @@ class StudyStore:
             db.execute("BEGIN IMMEDIATE")
             try:
                 yield db
+                db.execute("COMMIT")
             except BaseException:
-                db.execute("ROLLBACK")
+                # A failed COMMIT (disk full, I/O error) may leave the transaction open and the database locked for
+                # every other thread; SQLite may also have rolled back already, and a second ROLLBACK would hide the
+                # first error.
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
-            db.execute("COMMIT")
 
     def read(self) -> sqlite3.Connection:
         return self._connection()
@@ -163,7 +167,11 @@ class StudyStore:
     def responses(self) -> list[dict[str, Any]]:
         """Every stored response with its participant and item, in the order received."""
         rows = self.read().execute(
-            "SELECT r.*, p.external_id, p.id_source, p.status, p.excluded_reason, a.role "
+            # server_ms: the time the server measured for the answer, from the participant's previous stored answer
+            # (or their consent) to this one; it includes reading the feedback and any pause, and cannot be forged.
+            "SELECT r.*, p.external_id, p.id_source, p.status, p.excluded_reason, a.role, CAST(ROUND(1000 * "
+            "(r.received - COALESCE(LAG(r.received) OVER (PARTITION BY r.pid ORDER BY r.rid), p.consented))) "
+            "AS INTEGER) AS server_ms "
             "FROM responses r JOIN participants p USING (pid) JOIN assignments a USING (pid, seq) ORDER BY r.rid"
         )
         return [dict(r) for r in rows]

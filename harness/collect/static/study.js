@@ -127,12 +127,18 @@
     }
   }
 
+  // A stale page's CSRF token (the session changed): reloading the state gets the current one. Any other 403 (a
+  // refused Origin, e.g. a proxy that does not pass X-Forwarded-Proto) is shown, never retried in silence.
+  function isCsrfRefusal(result) {
+    return Boolean(result.data && result.data.error && result.data.error.indexOf("CSRF") !== -1);
+  }
+
   // What to do with the answer to a POST: go on, reload the state, or let the participant correct the answer.
   async function handle(result) {
     busy = false;
     if (result.status === 200 && result.data) {
       render(result.data.state, result.data.feedback || null);
-    } else if (result.status === 409 || result.status === 403) {
+    } else if (result.status === 409 || (result.status === 403 && isCsrfRefusal(result))) {
       await loadState(); // already stored (a replay, another tab) or a stale page: continue where the server is
     } else if (result.status === 401) {
       fatal("Your session was not found. Please open the study link again.");
@@ -169,7 +175,12 @@
 
   function renderComplete(state) {
     show("complete");
-    if (state.study_full) {
+    if (state.try_later) {
+      $("complete-title").textContent = "No items free right now";
+      $("complete-text").textContent =
+        "Every item is being answered by other people at the moment. Places free up when someone stops: please " +
+        "open the same study link again in a while to go on.";
+    } else if (state.study_full) {
       $("complete-title").textContent = "The study is full";
       $("complete-text").textContent =
         "Thank you for your interest. Every item has enough answers now, so there is nothing more to do.";
@@ -179,8 +190,8 @@
     }
     $("code-line").hidden = !state.code;
     $("code").textContent = state.code || "";
-    $("link-line").hidden = !state.url;
-    if (state.url) {
+    $("link-line").hidden = !state.url || state.try_later;
+    if (state.url && !state.try_later) {
       $("link").href = state.url;
       $("complete-text").textContent += " You will be taken back to the study platform in a few seconds.";
       setTimeout(() => window.location.assign(state.url), 5000);
