@@ -231,6 +231,8 @@ class Tally:
     resumes: list[tuple[str, tuple[int, int] | None, dict[str, Any]]] = field(default_factory=list)
     refused: int = 0
     retries: int = 0
+    #: Times a participant was told every place left was held by someone else, and came back.
+    waits: int = 0
     requests: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -258,6 +260,14 @@ def play(base_url: Callable[[], str], external_id: str, tally: Tally,
                         resuming = False
                 if state["phase"] == "consent":
                     state = client.consent()
+                    continue
+                if state["phase"] == "complete" and state.get("try_later"):
+                    # Every place left is held by someone still answering: come back a little later, as the page
+                    # tells a participant to; the study ends for them once every item is finished.
+                    with tally.lock:
+                        tally.waits += 1
+                    time.sleep(0.05)
+                    state = None
                     continue
                 if state["phase"] != "item":
                     return
@@ -376,6 +386,7 @@ def run_scenario(folder: Path, participants: int, kill_at: float | None = 0.4, t
         "killed_after_acknowledged": killed_at[0] if killed_at else None,
         "server_starts": server.starts,
         "client_retries": tally.retries,
+        "told_to_come_back": tally.waits,
         "participants_resumed": len({r[0] for r in tally.resumes}),
         "answers_refused_409": tally.refused,
         "requests": tally.requests,
