@@ -31,7 +31,11 @@ if str(REPO) not in sys.path:
 from plugins.hf import prefix_attention as pa  # noqa: E402
 
 #: hidden, layers, heads, kv heads, intermediate, vocabulary.
-SIZES = {"135m": (576, 30, 9, 3, 1536, 49152), "1b": (2048, 16, 32, 8, 8192, 128256)}
+SIZES = {
+    "135m": (576, 30, 9, 3, 1536, 49152),  # SmolLM2-135M
+    "1b": (2048, 16, 32, 8, 8192, 128256),  # Llama-3.2-1B
+    "8b": (4096, 32, 32, 8, 14336, 128256),  # Llama-3-8B
+}
 FAMILIES = ("llama", "gpt2", "gpt_neox", "opt", "phi3", "olmo2", "gemma3_text", "qwen2", "falcon", "gemma2")
 
 

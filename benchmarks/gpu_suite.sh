@@ -17,10 +17,12 @@
 #   3. the full provo task in bfloat16 on CUDA (runs/gpu-bf16-full), timed; it leaves SUITE_RESERVE seconds (default
 #      360) for the steps after it;
 #   4. the statistical tests of the sampler and the generator against plain generate, on CUDA (pytest);
-#   5. bench_generate (batched against per-prompt generate, both on the same first 64 ASSET inputs);
-#   6. provo, first 200 contexts, float32 on CUDA (runs/gpu-fp32), then the full task in float32 (runs/gpu-fp32-full);
-#   7. bench_word_sampler (trie against generate and vLLM);
-#   8. CUDA against CPU in float32 on the same contexts (benchmarks/check_cuda_matches_cpu.py).
+#   5. the trie replay: the first contexts' tries recorded with the model, replayed through 1B-class models of every
+#      family served and 8B-class llama and qwen2 (benchmarks/bench_trie_replay.py);
+#   6. bench_generate (batched against per-prompt generate, both on the same first 64 ASSET inputs);
+#   7. provo, first 200 contexts, float32 on CUDA (runs/gpu-fp32), then the full task in float32 (runs/gpu-fp32-full);
+#   8. bench_word_sampler (trie against generate and vLLM);
+#   9. CUDA against CPU in float32 on the same contexts (benchmarks/check_cuda_matches_cpu.py).
 set -u
 out=${1:?usage: gpu_suite.sh OUT_DIR [MODEL] [SECONDS]}
 model=${2:-smollm2-135m}
@@ -69,6 +71,14 @@ step provo-bf16-full $(( $(left) - reserve )) "${provo[@]}" --limit "$full" --ou
 stat="(plain_generate or determinism or exact_distribution_on_smollm2 or grouping) and not tiny"
 [ "$quick" = 1 ] || step pytest-bf16 $(( $(left) < 90 ? $(left) : 90 )) env HARNESS_TEST_DEVICE=cuda HARNESS_TEST_DTYPE=bfloat16 \
   "$py" -m pytest -q -p no:cacheprovider tests/test_word_sampler.py tests/test_generator.py tests/test_word_distribution.py -k "$stat"
+# The trie of the first contexts recorded with the model, replayed through 1B- and 8B-class models of every family
+# served (random weights; docs/word-sampling.md, "Any family, any size: replaying a recorded trie").
+step trie-record $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/bench_trie_replay.py record --model "$model" \
+  --device "$device" --limit "$limit" --out "$out/trie_trace.json"
+step trie-replay-1b $(( $(left) < 120 ? $(left) : 120 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
+  --size 1b --device "$device" --dtype bfloat16 --json "$out/trie_replay_1b.json"
+step trie-replay-8b $(( $(left) < 90 ? $(left) : 90 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
+  --size 8b --device "$device" --dtype bfloat16 --families llama,qwen2 --json "$out/trie_replay_8b.json"
 step bench-generate-bf16 $(( $(left) < 150 ? $(left) : 150 )) "$py" benchmarks/bench_generate.py --model "$model" --device "$device" \
   --dtype bfloat16 --limit "$gen" --n 10 --max-new-tokens "$tokens" --baseline-limit "$gen"
 step provo-fp32-200 $(( $(left) < 60 ? $(left) : 60 )) "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-fp32"

@@ -410,7 +410,7 @@ def test_batch_size_and_cache_gathering_do_not_change_results(monkeypatch: pytes
     assert capped.to_record() == reference.to_record()
     assert len(model.call_lengths) == len(model.evaluated)  # one row per forward pass
     # Caches that cannot be concatenated across chunks take the per-parent-chunk path: same draws, same words.
-    monkeypatch.setattr(word_sampler, "_mergeable", lambda cache: False)
+    monkeypatch.setattr(word_sampler, "mergeable", lambda cache: False)
     for size in (1, 3, 17):
         other, _ = stub_sample(fn, req, batch_size=size)
         assert other.to_record() == reference.to_record(), size

@@ -46,7 +46,8 @@ from harness.text import Outcome, decide_word
 from plugins.hf.draws import require_mass
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cache
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
-from plugins.hf.word_sampler import TrieWordSampler, _gather, _mergeable
+from plugins.hf.trie_cache import gather_rows, mergeable
+from plugins.hf.word_sampler import TrieWordSampler
 
 #: Children of a node ranked without a full sort; a full sort happens only when the rest holds mass that matters.
 TOP_CHILDREN = 256
@@ -114,7 +115,7 @@ class ExactWordSearch:
 
     def _rows_logits(self, cache: Any, rows: Sequence[tuple[int, ...]]) -> list[torch.Tensor]:
         """The last position's logits after each row of tokens, the rows read after the cached context."""
-        mergeable = _mergeable(cache)
+        can_merge = mergeable(cache)
         results: list[torch.Tensor] = [torch.empty(0)] * len(rows)
         by_length: dict[int, list[int]] = {}
         for i, row in enumerate(rows):
@@ -123,7 +124,7 @@ class ExactWordSearch:
             for start in range(0, len(members), self.batch_size):
                 chunk = members[start : start + self.batch_size]
                 picks = torch.zeros(len(chunk), dtype=torch.long, device=self.device)
-                batch_cache = _gather([(cache, picks)], mergeable)
+                batch_cache = gather_rows([(cache, picks)], can_merge)
                 ids = torch.tensor([rows[i] for i in chunk], dtype=torch.long, device=self.device)
                 out = self.model(
                     input_ids=ids, use_cache=True, **{self._cache_keyword: batch_cache}, **self._logits_kwargs

@@ -27,7 +27,6 @@ change floating-point rounding; keep it fixed to reproduce results bit for bit.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -44,6 +43,7 @@ from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cac
 from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
+from plugins.hf.trie_cache import cache_bytes, gather_rows, mergeable
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
 #: once, so a wide trie level wants few, large passes (see :data:`plugins.hf.load_options.AUTO_STEP_ROWS` for the
@@ -89,65 +89,14 @@ class _Tallies:
     rejected: list[dict[str, int]]
 
 
-def _shallow_copy_cache(cache: Any) -> Any:
-    """A cache whose layers can be reassigned without touching ``cache``: layers rebind tensors, never write."""
-    new = copy.copy(cache)
-    new.layers = [copy.copy(layer) for layer in cache.layers]
-    return new
-
-
-def _cache_bytes(cache: Any) -> int:
-    """Bytes of key/value tensors held by ``cache`` (layers without ``keys``/``values`` count as zero)."""
-    total = 0
-    for layer in cache.layers:
-        for name in ("keys", "values"):
-            tensor = getattr(layer, name, None)
-            if isinstance(tensor, torch.Tensor):
-                total += tensor.nelement() * tensor.element_size()
-    return total
-
-
-def _mergeable(cache: Any) -> bool:
-    """Whether rows from several caches can be concatenated layer by layer (plain key/value tensor layers)."""
-    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
-
-    return all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in cache.layers)
-
-
-def _take_rows(pieces: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
-    """Rows of several tensors, concatenated. A one-row source is broadcast with ``expand`` (a view, no copy): the
-    first trie level draws every row from the context's cache, and the cache's own ``torch.cat`` copies it anyway."""
-    taken = []
-    for tensor, rows in pieces:
-        if tensor.shape[0] == 1:
-            taken.append(tensor.expand(len(rows), *tensor.shape[1:]))
-        else:
-            taken.append(tensor.index_select(0, rows.to(tensor.device)))
-    return taken[0] if len(taken) == 1 else torch.cat(taken)
-
-
-def _gather(parts: list[tuple[Any, torch.Tensor]], mergeable: bool) -> Any:
-    """A new cache holding the given rows of one or more chunk caches, in order; the sources are left untouched.
-
-    Plain key/value layers are assembled directly (rows from several chunks concatenated). Any other cache type
-    goes through its own ``reorder_cache`` (what beam search uses), which needs all rows from one source.
-    """
-    if not mergeable:
-        if len(parts) != 1:
-            raise ValueError("rows from several caches need plain key/value cache layers")
-        cache, rows = parts[0]
-        new = _shallow_copy_cache(cache)
-        new.reorder_cache(rows)
-        return new
-    new = _shallow_copy_cache(parts[0][0])
-    for i, layer in enumerate(new.layers):
-        layer.keys = _take_rows([(c.layers[i].keys, r) for c, r in parts])
-        layer.values = _take_rows([(c.layers[i].values, r) for c, r in parts])
-    return new
-
-
 class TrieWordSampler:
     """Samples next words for one model; holds the model-dependent setup so each request does only its own work."""
+
+    #: When a list, every shared-prefix ``sample_many`` group appends the shape of its trie: the contexts' lengths,
+    #: which context's pass serves which, and per level each node's parent row, request and sample count. That is
+    #: what ``benchmarks/bench_trie_replay.py`` replays through models of other families and sizes (the time of a
+    #: pass depends on its shapes, not on the tokens). None, the default, records nothing.
+    trace: list[dict[str, Any]] | None = None
 
     def __init__(
         self,
@@ -224,7 +173,7 @@ class TrieWordSampler:
         for carrier, served in _carriers(contexts):
             ids = contexts[carrier]
             hidden, cache = self._head.hidden(torch.tensor([ids], device=self.device), self._new_cache())
-            token_bytes = max(token_bytes, _cache_bytes(cache) // len(ids))
+            token_bytes = max(token_bytes, cache_bytes(cache) // len(ids))
             whole = SharedPrefix.from_cache(cache)
             for i in served:
                 last_hidden[i] = hidden[0, len(contexts[i]) - 1]
@@ -233,19 +182,27 @@ class TrieWordSampler:
         rows = torch.stack([last_hidden[i] for i in order])
         return self._head.probabilities(rows, temperature), [prefixes[i] for i in order], token_bytes
 
+    def _trace_group(self, contexts: list[list[int]], n: list[int]) -> dict[str, Any] | None:
+        """A new trace record for this group when tracing is on (shared-prefix path only: the one replayed)."""
+        if self.trace is None or not self.shared_prefix:
+            return None
+        record = _trace_record(contexts, n)
+        self.trace.append(record)
+        return record
+
     def _rows_per_pass(self, row_bytes: int) -> int:
         """``batch_size``, lowered so one pass's gathered cache (``row_bytes`` per row) fits ``max_cache_bytes``."""
         return max(1, min(self.batch_size, self.max_cache_bytes // max(1, row_bytes)))
 
     def _level_slices(
-        self, nodes: list[_Node], chunks: list[_Chunk], mergeable: bool, rows: int
+        self, nodes: list[_Node], chunks: list[_Chunk], can_merge: bool, rows: int
     ) -> list[tuple[int, int]]:
         """Row ranges of the next forward passes: at most ``rows`` rows, within one parent chunk if needed."""
         slices: list[tuple[int, int]] = []
         start = 0
         while start < len(nodes):
             end = min(start + rows, len(nodes))
-            if not mergeable:
+            if not can_merge:
                 chunk_end = next(c.end for c in chunks if c.start <= nodes[start].parent_row < c.end)
                 while end > start + 1 and nodes[end - 1].parent_row >= chunk_end:
                     end -= 1
@@ -263,8 +220,8 @@ class TrieWordSampler:
     ) -> Iterator[tuple[_Chunk, torch.Tensor]]:
         """One trie level: forward every node's last token on its parent's cache rows, in passes of at most
         ``batch_size`` rows; yields each pass with its probabilities, to be drawn from before the next pass."""
-        mergeable = chunks[0].cache is None or _mergeable(chunks[0].cache)
-        for start, end in self._level_slices(nodes, chunks, mergeable, self._rows_per_pass(row_bytes)):
+        can_merge = chunks[0].cache is None or mergeable(chunks[0].cache)
+        for start, end in self._level_slices(nodes, chunks, can_merge, self._rows_per_pass(row_bytes)):
             parts: list[tuple[Any, torch.Tensor]] = []
             for chunk in chunks:
                 rows = [n.parent_row - chunk.start for n in nodes[start:end] if chunk.start <= n.parent_row < chunk.end]
@@ -273,10 +230,10 @@ class TrieWordSampler:
             input_ids = torch.tensor([[n.tokens[-1]] for n in nodes[start:end]], dtype=torch.long, device=self.device)
             kwargs: dict[str, Any] = {}
             if prefixes is None:
-                cache = _gather(parts, mergeable)
+                cache = gather_rows(parts, can_merge)
             else:
                 # The cache holds only the sampled suffix; the first level starts from an empty one.
-                cache = _gather(parts, mergeable) if chunks[0].cache is not None else self._new_cache()
+                cache = gather_rows(parts, can_merge) if chunks[0].cache is not None else self._new_cache()
                 batch = nodes[start:end]
                 depth = len(batch[0].tokens)
                 positions = [[prefixes[n.req].length + depth - 1] for n in batch]
@@ -386,10 +343,17 @@ class TrieWordSampler:
             ids = torch.tensor([contexts[only]], dtype=torch.long, device=self.device)
             root_probs, root_cache = self._step(ids, self._new_cache(), temperature)
             chunks = [_Chunk(root_cache, 0, 1)]
-            context_bytes = _cache_bytes(root_cache)
+            context_bytes = cache_bytes(root_cache)
         level = self._expand(parents, 0, len(parents), root_probs, tallies)
+        record = self._trace_group([contexts[i] for i in live], [requests[i].n for i in live])
         while level:
             depth = len(level[0].tokens)
+            if record is not None:
+                live_index = {req: k for k, req in enumerate(live)}
+                record["levels"].append(
+                    {"parents": [n.parent_row for n in level], "reqs": [live_index[n.req] for n in level],
+                     "counts": [n.count for n in level], "depth": depth}
+                )  # fmt: skip
             if prefixes is not None:
                 row_bytes = token_bytes * depth
             else:
@@ -403,6 +367,12 @@ class TrieWordSampler:
             for node in level:
                 evaluated[node.req] += 1
             chunks, level = next_chunks, next_level
+
+
+def _trace_record(contexts: list[list[int]], n: list[int]) -> dict[str, Any]:
+    """The start of a group's trace record (``TrieWordSampler.trace``); its levels are appended as they run."""
+    carriers = [[carrier, served] for carrier, served in _carriers(contexts)]
+    return {"contexts": [len(ids) for ids in contexts], "carriers": carriers, "n": n, "levels": []}
 
 
 def _carriers(contexts: list[list[int]]) -> list[tuple[int, list[int]]]:

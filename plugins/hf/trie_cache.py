@@ -1,0 +1,69 @@
+"""The trie samplers' key/value caches: gathering the parent rows a trie level continues, and measuring a cache.
+
+Why apart from the samplers: the word sampler and the exact word search gather rows the same way (beam-search
+style reordering, several chunk caches concatenated), and the sampler's module has its algorithm to hold.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import torch
+
+
+def shallow_copy_cache(cache: Any) -> Any:
+    """A cache whose layers can be reassigned without touching ``cache``: layers rebind tensors, never write."""
+    new = copy.copy(cache)
+    new.layers = [copy.copy(layer) for layer in cache.layers]
+    return new
+
+
+def cache_bytes(cache: Any) -> int:
+    """Bytes of key/value tensors held by ``cache`` (layers without ``keys``/``values`` count as zero)."""
+    total = 0
+    for layer in cache.layers:
+        for name in ("keys", "values"):
+            tensor = getattr(layer, name, None)
+            if isinstance(tensor, torch.Tensor):
+                total += tensor.nelement() * tensor.element_size()
+    return total
+
+
+def mergeable(cache: Any) -> bool:
+    """Whether rows from several caches can be concatenated layer by layer (plain key/value tensor layers)."""
+    from transformers.cache_utils import DynamicLayer, DynamicSlidingWindowLayer
+
+    return all(type(layer) in (DynamicLayer, DynamicSlidingWindowLayer) for layer in cache.layers)
+
+
+def _take_rows(pieces: list[tuple[torch.Tensor, torch.Tensor]]) -> torch.Tensor:
+    """Rows of several tensors, concatenated. A one-row source is broadcast with ``expand`` (a view, no copy): the
+    first trie level draws every row from the context's cache, and the cache's own ``torch.cat`` copies it anyway."""
+    taken = []
+    for tensor, rows in pieces:
+        if tensor.shape[0] == 1:
+            taken.append(tensor.expand(len(rows), *tensor.shape[1:]))
+        else:
+            taken.append(tensor.index_select(0, rows.to(tensor.device)))
+    return taken[0] if len(taken) == 1 else torch.cat(taken)
+
+
+def gather_rows(parts: list[tuple[Any, torch.Tensor]], can_merge: bool) -> Any:
+    """A new cache holding the given rows of one or more chunk caches, in order; the sources are left untouched.
+
+    Plain key/value layers are assembled directly (rows from several chunks concatenated). Any other cache type
+    goes through its own ``reorder_cache`` (what beam search uses), which needs all rows from one source.
+    """
+    if not can_merge:
+        if len(parts) != 1:
+            raise ValueError("rows from several caches need plain key/value cache layers")
+        cache, rows = parts[0]
+        new = shallow_copy_cache(cache)
+        new.reorder_cache(rows)
+        return new
+    new = shallow_copy_cache(parts[0][0])
+    for i, layer in enumerate(new.layers):
+        layer.keys = _take_rows([(c.layers[i].keys, r) for c, r in parts])
+        layer.values = _take_rows([(c.layers[i].values, r) for c, r in parts])
+    return new

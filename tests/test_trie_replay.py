@@ -1,0 +1,61 @@
+"""The trie trace (``TrieWordSampler.trace``) and its replay (``benchmarks/bench_trie_replay.py``) on tiny random
+models: the trace holds exactly the passes the sampler ran, and the replay runs the same rows through a model of
+another family."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from benchmarks.bench_trie_replay import _NoTokenizer, _positions, replay_group
+from harness.requests import SampleWordsRequest
+from tests.test_model_families import tiny
+from tests.test_word_sampler import ByteTokenizer
+
+
+def _rows_run(sampler: Any) -> list[int]:
+    """Wraps the sampler's level passes to count the rows each pass runs."""
+    counted: list[int] = []
+    run_level = sampler._run_level
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        for chunk, probs in run_level(*args, **kwargs):
+            counted.append(chunk.end - chunk.start)
+            yield chunk, probs
+
+    sampler._run_level = counting
+    return counted
+
+
+def test_the_trace_records_every_pass_and_the_replay_runs_the_same_rows_on_another_family() -> None:
+    from plugins.hf.word_sampler import TrieWordSampler
+
+    sampler = TrieWordSampler(tiny("llama"), ByteTokenizer(), batch_size=64)
+    sampler.trace = []
+    recorded = _rows_run(sampler)
+    requests = [
+        SampleWordsRequest(context="the cat sat on", n=300, seed=1, mode="paper", max_new_tokens=3),
+        SampleWordsRequest(context="the cat", n=200, seed=2, mode="paper", max_new_tokens=3),  # nested in the first
+    ]
+    responses = sampler.sample_many(requests)
+    (group,) = sampler.trace
+    contexts = group["contexts"]
+    # One pass serves both contexts (the second begins the first), and n is kept per request.
+    assert group["carriers"] == [[0, [0, 1]]] and group["n"] == [300, 200]
+    rows = [len(level["parents"]) for level in group["levels"]]
+    assert sum(rows) == sum(recorded)
+    # The responses count each context's own tokens plus every trie row run for it.
+    assert sum(r.tokens_evaluated for r in responses) == sum(contexts) + sum(rows)
+    assert _positions(group) == contexts[0] + sum(rows)
+    first = group["levels"][0]
+    assert first["depth"] == 1 and sum(first["counts"]) <= 500 and set(first["reqs"]) <= {0, 1}
+
+    other = TrieWordSampler(tiny("gpt2"), _NoTokenizer(), batch_size=64)
+    assert other.shared_prefix and other.trace is None
+    replayed = _rows_run(other)
+    import torch
+
+    with torch.inference_mode():
+        replay_group(other, group, other.model.config.vocab_size, np.random.default_rng(0))
+    assert sum(replayed) == sum(rows)
