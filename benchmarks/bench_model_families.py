@@ -44,7 +44,11 @@ def config_for(family: str, size: str) -> Any:
 
     hidden, layers, heads, kv, inter, vocab = SIZES[size]
     head_dim = hidden // heads
-    common: dict[str, Any] = {"vocab_size": vocab, "hidden_size": hidden, "num_hidden_layers": layers}
+    # SmolLM2-135M and Llama-3.2-1B share their embedding with the output layer; Llama-3-8B does not.
+    tied = size != "8b"
+    common: dict[str, Any] = {
+        "vocab_size": vocab, "hidden_size": hidden, "num_hidden_layers": layers, "tie_word_embeddings": tied
+    }  # fmt: skip
     by_family: dict[str, dict[str, Any]] = {
         "llama": {**common, "num_attention_heads": heads, "num_key_value_heads": kv, "intermediate_size": inter},
         "qwen2": {**common, "num_attention_heads": heads, "num_key_value_heads": kv, "intermediate_size": inter},
@@ -66,7 +70,10 @@ def config_for(family: str, size: str) -> Any:
         },
         "gpt_neox": {**common, "num_attention_heads": heads, "intermediate_size": inter},
         "opt": {**common, "num_attention_heads": heads, "ffn_dim": inter, "word_embed_proj_dim": hidden},
-        "gpt2": {"vocab_size": vocab, "n_embd": hidden, "n_layer": layers, "n_head": heads, "n_inner": inter},
+        "gpt2": {
+            "vocab_size": vocab, "n_embd": hidden, "n_layer": layers, "n_head": heads, "n_inner": inter,
+            "tie_word_embeddings": tied,
+        },  # fmt: skip
         "falcon": {**common, "num_attention_heads": heads, "num_kv_heads": kv, "new_decoder_architecture": True},
     }
     return AutoConfig.for_model(family, **by_family[family])
