@@ -75,10 +75,10 @@ stat="(plain_generate or determinism or exact_distribution_on_smollm2 or groupin
 # served (random weights; docs/word-sampling.md, "Any family, any size: replaying a recorded trie").
 step trie-record $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/bench_trie_replay.py record --model "$model" \
   --device "$device" --limit "$limit" --out "$out/trie_trace.json"
-step trie-replay-1b $(( $(left) < 120 ? $(left) : 120 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
-  --size 1b --device "$device" --dtype bfloat16 --json "$out/trie_replay_1b.json"
-step trie-replay-8b $(( $(left) < 90 ? $(left) : 90 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
-  --size 8b --device "$device" --dtype bfloat16 --families llama,qwen2 --json "$out/trie_replay_8b.json"
+step trie-replay-1b $(( $(left) < 180 ? $(left) : 180 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
+  --size 1b --groups 2 --device "$device" --dtype bfloat16 --json "$out/trie_replay_1b.json"
+step trie-replay-8b $(( $(left) < 120 ? $(left) : 120 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
+  --size 8b --groups 1 --device "$device" --dtype bfloat16 --families llama,qwen2 --json "$out/trie_replay_8b.json"
 step bench-generate-bf16 $(( $(left) < 150 ? $(left) : 150 )) "$py" benchmarks/bench_generate.py --model "$model" --device "$device" \
   --dtype bfloat16 --limit "$gen" --n 10 --max-new-tokens "$tokens" --baseline-limit "$gen"
 step provo-fp32-200 $(( $(left) < 60 ? $(left) : 60 )) "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-fp32"
