@@ -54,7 +54,6 @@ def add_collect(sub: Any) -> None:
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=_port, default=8000, help="port to listen on; 0 picks a free one (default 8000)")
-    serve.add_argument("--data-dir", help="the data root, for a study whose texts come from a task")
     serve.add_argument(
         "--admin-token-file",
         metavar="FILE",
@@ -89,9 +88,10 @@ def add_collect(sub: Any) -> None:
         "check the study file and build its items (games: with their model) without serving; print the counts",
         ("harness collect check study.yaml", "harness collect check study.yaml --data-dir ../shared/data"),
     )
-    check.add_argument("--data-dir", help="the data root, for a study whose texts come from a task")
     for parser in (serve, status, export, check):
         parser.add_argument("study", metavar="STUDY.yaml", help="the study file")
+        if parser in (serve, check):  # the two that make the items
+            parser.add_argument("--data-dir", help="the data root, for a study whose texts come from a task")
         if parser is not check:
             parser.add_argument("--db", metavar="PATH", help="the study database (default: STUDY.sqlite beside it)")
         parser.set_defaults(handler=cmd_collect)
@@ -199,17 +199,11 @@ def _read_token(path: Path) -> str:
 
 
 def _check(study_path: Path, data_dir: str | None) -> int:
-    from harness.collect.items import build_items, read_texts
+    from harness.collect.prepare import make_items
     from harness.collect.study import load_study
 
     study = load_study(study_path)
-    texts = read_texts(study, data_dir)
-    preparer = None
-    if study.is_game:
-        from harness.collect.games import prepare_game_items
-
-        preparer = prepare_game_items
-    items = build_items(study, texts, preparer)
+    texts, items = make_items(study, data_dir)
     main = [i for i in items if i.role == "main"]
     targets = [int(i.payload.get("participants") or study.participants_per_item) for i in main]
     slots = sum(targets)

@@ -30,6 +30,7 @@ from harness.collect.items import Item
 from harness.collect.selection import Answer, select_answers
 from harness.collect.status import progress
 from harness.collect.store import StudyStore
+from harness.data_sets import sha256_file
 from harness.errors import HarnessError
 from harness.files import ensure_output_dir, write_json
 
@@ -39,8 +40,8 @@ SALT_KEY = "export_salt"
 PSEUDONYM_HEX = 16
 
 
-#: A kind's writer: (flow, the main items in study order, the exported answers, the output folder) -> the files it
-#: wrote (relative to the folder) and what it adds to the manifest.
+#: A kind's writer: (flow, the main items in study order, the exported answers in that order (by item, step, then as
+#: received), the output folder) -> the files it wrote (relative to the folder) and what it adds to the manifest.
 Writer = Callable[[StudyFlow, list[Item], list[Answer], Path], tuple[list[str], dict[str, Any]]]
 
 
@@ -60,6 +61,8 @@ def export_study(flow: StudyFlow, out_dir: Path, hash_ids: bool) -> dict[str, An
         db.execute("COMMIT")
     main = flow.store.items("main")
     answers, counts = select_answers(flow.study.kind, flow.items, rows, name)
+    order = {item.item_id: i for i, item in enumerate(main)}
+    answers.sort(key=lambda a: (order[a.item.item_id], a.step, a.rid))  # study order, each step in order received
     files, extra = _writer(flow.study.kind)(flow, main, answers, out_dir)
     manifest = _manifest(flow, report, answers, counts, name, hash_ids, out_dir, files)
     manifest.update(extra)
@@ -87,14 +90,6 @@ def pseudonymiser(store: StudyStore) -> Callable[[str], str]:
         return hmac.new(key, external_id.encode("utf-8"), hashlib.sha256).hexdigest()[:PSEUDONYM_HEX]
 
     return name
-
-
-def sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _manifest(

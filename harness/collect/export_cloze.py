@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.collect.flow import StudyFlow
-from harness.collect.items import Item
+from harness.collect.items import Item, target, view
 from harness.collect.selection import Answer
 from harness.files import atomic_write_text
 
@@ -62,8 +62,6 @@ def write_cloze(
 ) -> tuple[list[str], dict[str, Any]]:
     """The three files of a cloze study; the manifest gets the Provo text numbers (when the study's text ids are
     not already the positive integers the norms layout needs) and the commands that evaluate the export."""
-    order = {item.item_id: i for i, item in enumerate(main)}
-    answers = sorted(answers, key=lambda a: (order[a.item.item_id], a.step, a.rid))
     numbers = provo_text_ids(main)
     atomic_write_text(out_dir / RESPONSES, _responses_csv(answers))
     atomic_write_text(out_dir / NORMS, _norms_csv(main, answers, numbers))
@@ -101,10 +99,9 @@ def task_name_for(study_name: str) -> str:
 
 
 def _word(answer: Answer) -> tuple[int, str, str]:
-    """The word number, its context and the true word of an answer to a cloze step."""
-    words, first = answer.item.payload["words"], answer.item.payload["first"]
-    word_num = first + answer.step
-    return word_num, " ".join(words[: word_num - 1]), str(words[word_num - 1])
+    """The word number, its context and the true word of an answer to a cloze step, as the participant saw them."""
+    shown = view(answer.item, answer.step)
+    return int(shown["position"]), str(shown["context"]), str(target(answer.item, answer.step))
 
 
 def _csv(rows: list[list[Any]], header: tuple[str, ...]) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 
 from harness.analyses.relative_judgments.rounds import Round, dumps_round, read_rounds
 from harness.collect.flow import StudyFlow
-from harness.collect.items import Item
+from harness.collect.items import Item, target, view
 from harness.collect.selection import Answer
 from harness.files import atomic_write_text, write_json, write_jsonl
 
@@ -35,8 +35,6 @@ ROUNDS = "rounds.jsonl"
 def write_next_token(
     flow: StudyFlow, main: list[Item], answers: list[Answer], out_dir: Path
 ) -> tuple[list[str], dict[str, Any]]:
-    order = {item.item_id: i for i, item in enumerate(main)}
-    answers = sorted(answers, key=lambda a: (order[a.item.item_id], a.step, a.rid))
     guesses = [_guess(a) for a in answers]
     write_jsonl(out_dir / GUESSES, guesses)
     summary = top1_summary(main, guesses)
@@ -45,14 +43,13 @@ def write_next_token(
 
 
 def _guess(a: Answer) -> dict[str, Any]:
-    p = a.item.payload
-    index = int(p["positions"][a.step])
-    truth = str(p["tokens"][index])
+    shown = view(a.item, a.step)
+    index, truth, text_id = int(shown["position"]), str(target(a.item, a.step)), a.item.payload["text_id"]
     return {
-        "text_id": p["text_id"],
+        "text_id": text_id,
         "position": index,
-        "position_id": f"{p['text_id']}-{index}",
-        "context": "".join(p["tokens"][:index]),
+        "position_id": f"{text_id}-{index}",
+        "context": "".join(shown["tokens"]),
         "true_token": truth,
         "guess": a.answer,
         "correct": a.answer == truth,
@@ -118,8 +115,6 @@ def top1_summary(main: Sequence[Item], guesses: Sequence[dict[str, Any]]) -> dic
 def write_which_one(
     flow: StudyFlow, main: list[Item], answers: list[Answer], out_dir: Path
 ) -> tuple[list[str], dict[str, Any]]:
-    order = {item.item_id: i for i, item in enumerate(main)}
-    answers = sorted(answers, key=lambda a: (order[a.item.item_id], a.rid))
     rounds = [_round(a) for a in answers]
     path = out_dir / ROUNDS
     atomic_write_text(path, "".join(dumps_round(r) + "\n" for r in rounds))

@@ -50,15 +50,17 @@ class Participant:
     status: str
 
 
-def clean_text(value: Any, what: str, max_chars: int = MAX_ANSWER_CHARS) -> str:
-    """A participant's text: a string of at most ``max_chars`` characters with no control characters (NFC)."""
+def clean_text(value: Any, what: str, max_chars: int = MAX_ANSWER_CHARS, *, keep_leading_space: bool = False) -> str:
+    """A participant's text: a string of at most ``max_chars`` characters with no control characters (NFC), its
+    surrounding space removed (a guessed token keeps its leading space: it is part of the token)."""
     if not isinstance(value, str):
         raise Refused(422, f"{what}: expected a string")
-    if len(value) > max_chars:
-        raise Refused(413, f"{what}: longer than {max_chars} characters")
+    if len(value) > max_chars:  # a field too long (422), not a body too large (413, the server's own check)
+        raise Refused(422, f"{what}: longer than {max_chars} characters")
     if any(_refused_character(c) for c in value):
         raise Refused(422, f"{what}: control, format or unassigned characters are not accepted")
-    return unicodedata.normalize("NFC", value).strip()
+    text = unicodedata.normalize("NFC", value)
+    return text.rstrip() if keep_leading_space and text.strip() else text.strip()
 
 
 #: Format characters a word may need: the zero-width non-joiner and joiner (Persian, Hindi, emoji sequences).
@@ -146,19 +148,7 @@ class StudyFlow:
         n_main = db.execute("SELECT COUNT(*) FROM assignments WHERE pid = ? AND role = 'main'", (pid,)).fetchone()[0]
         if n_main >= self.study.items_per_participant:
             return False
-        row = db.execute(
-            """
-            SELECT COUNT(*) FROM items i
-            WHERE i.role = 'main'
-                AND i.item_id NOT IN (SELECT item_id FROM assignments WHERE pid = ? AND role = 'main')
-                AND (SELECT COUNT(*) FROM assignments a WHERE a.item_id = i.item_id AND a.role = 'main'
-                     AND a.finished IS NOT NULL
-                     AND a.pid IN (SELECT pid FROM participants WHERE status != 'excluded'))
-                    < COALESCE(i.participants, ?)
-            """,
-            (pid, self.study.participants_per_item),
-        ).fetchone()
-        return bool(row[0])
+        return self._item_below_target(db, pid, "a.finished IS NOT NULL") is not None
 
     def _current_slot(self, db: sqlite3.Connection, pid: int) -> sqlite3.Row | None:
         now = self.clock()
@@ -197,15 +187,23 @@ class StudyFlow:
             "UPDATE assignments SET released = ? WHERE finished IS NULL AND released IS NULL AND touched < ?",
             (now, now - 60 * self.study.session_minutes),
         )
+        return self._item_below_target(db, pid, "a.released IS NULL")
+
+    def _item_below_target(self, db: sqlite3.Connection, pid: int, counted: str) -> str | None:
+        """The least covered main item the participant has not had whose coverage is below its target (ties: the
+        study's order), or None. Coverage counts the assignments of participants not excluded that meet
+        ``counted``: ``a.released IS NULL`` (finished or held: who gets an item next) or ``a.finished IS NOT
+        NULL`` (finished only: whether a place may still free up)."""
+        assert counted in ("a.released IS NULL", "a.finished IS NOT NULL")
         row = db.execute(
-            """
+            f"""
             SELECT i.item_id, COUNT(a.pid) AS coverage FROM items i
-            LEFT JOIN assignments a ON a.item_id = i.item_id AND a.role = 'main' AND a.released IS NULL
+            LEFT JOIN assignments a ON a.item_id = i.item_id AND a.role = 'main' AND {counted}
                 AND a.pid IN (SELECT pid FROM participants WHERE status != 'excluded')
             WHERE i.role = 'main'
                 AND i.item_id NOT IN (SELECT item_id FROM assignments WHERE pid = ? AND role = 'main')
             GROUP BY i.item_id HAVING coverage < COALESCE(i.participants, ?) ORDER BY coverage, i.ord LIMIT 1
-            """,
+            """,  # ``counted`` is one of the two fixed conditions above, never input
             (pid, self.study.participants_per_item),
         ).fetchone()
         return None if row is None else str(row["item_id"])
@@ -215,7 +213,7 @@ class StudyFlow:
         answered = db.execute(
             "SELECT COUNT(*) FROM responses WHERE pid = ? AND seq = ?", (pid, slot["seq"])
         ).fetchone()[0]
-        shown = view(self.study.kind, item, answered)
+        shown = view(item, answered)
         if "pair" in shown:
             order = shown_order(pid, slot["seq"])
             shown["pair"] = shown["pair"] if order == "true_first" else shown["pair"][::-1]
@@ -267,12 +265,16 @@ class StudyFlow:
 
         ``seq`` and ``step`` must name the step the participant is on: an answer to a step already answered (a
         replayed request, a second tab) is refused with 409 and stores nothing."""
-        if not isinstance(seq, int) or not isinstance(step, int) or isinstance(seq, bool) or isinstance(step, bool):
+        if not _is_int(seq) or not _is_int(step):
             raise Refused(422, "seq and step: expected integers")
         if not isinstance(timed_out, bool):
             raise Refused(422, "timed_out: expected true or false")
-        if client_ms is not None and (not isinstance(client_ms, int) or not 0 <= client_ms <= 86_400_000):
-            raise Refused(422, "client_ms: expected milliseconds from 0 to 86400000")
+        if client_ms is not None and (not _is_int(client_ms) or not 0 <= client_ms <= 86_400_000):
+            raise Refused(422, "client_ms: expected an integer number of milliseconds from 0 to 86400000, or null")
+        if answer is not None and not (isinstance(answer, str) or _is_int(answer)):
+            raise Refused(422, "answer: expected a string, an integer or null")
+        if isinstance(answer, str) and len(answer) > MAX_ANSWER_CHARS:
+            raise Refused(422, f"answer: longer than {MAX_ANSWER_CHARS} characters")
         with self.store.write() as db:
             state = self._state(db, participant.pid)
             if state["phase"] != "item":
@@ -315,17 +317,15 @@ class StudyFlow:
         if "true_token" in item.payload:  # a which-one round: a percentage for the token shown first
             if timed_out and answer is None:
                 return "", None, shown_order(pid, seq)
-            if isinstance(answer, bool) or answer not in JUDGMENT_PERCENTS:
+            if not _is_int(answer) or answer not in JUDGMENT_PERCENTS:
                 raise Refused(422, f"answer: expected one of {', '.join(map(str, JUDGMENT_PERCENTS))}")
             order = shown_order(pid, seq)
             first = answer / 100
             return str(answer), first if order == "true_first" else round(1 - first, 10), order
-        text = clean_text(answer if answer is not None else "", "answer")
+        guessing_a_token = "tokens" in item.payload  # a next-token game step (not one of its attention checks)
+        text = clean_text(answer if answer is not None else "", "answer", keep_leading_space=guessing_a_token)
         if not text and not (self.study.allow_skip or timed_out):
             raise Refused(422, "answer: empty (type a word)")
-        if self.study.kind == "next_token_game" and "tokens" in item.payload and text:
-            text = answer.rstrip() if isinstance(answer, str) else text  # keep a token's leading space
-            text = unicodedata.normalize("NFC", text)
         return text, None, None
 
     def _judge_attention(self, db: sqlite3.Connection, pid: int) -> None:
@@ -337,6 +337,11 @@ class StudyFlow:
             reason = f"failed {failures} attention check(s), more than the {self.study.attention_max_failures} allowed"
             db.execute("UPDATE participants SET status = 'excluded', excluded_reason = ?, completed = ? "
                        "WHERE pid = ? AND status = 'active'", (reason, self.clock(), pid))  # fmt: skip
+
+
+def _is_int(value: Any) -> bool:
+    """An integer in JSON's sense: ``true`` and ``1.0`` are not."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def shown_order(pid: int, seq: int) -> str:

@@ -1,11 +1,12 @@
 """What a participant's browser may send the study server, checked before the study's logic sees it.
 
-Why a module of its own, and why so strict: the study server is on the open internet for days, and the only
-thing between a stray or hostile request and the response database is this layer. A state-changing request must
-come from the study's own page (its ``Origin``, if sent, is the server's own; it carries the participant's CSRF
-token in a header, which a cross-site form cannot set), be small (4 KiB: an answer is at most 100 characters), and
-be one UTF-8 JSON object with only the expected fields. Every refusal is an ``HttpRefusal`` with the status the
-server answers and one line saying why, so a refused request never reaches ``StudyFlow`` and stores nothing.
+Why a module of its own, and why so strict: the study server is on the open internet for days, and this layer
+stands between a stray or hostile request and the study's logic. A state-changing request must come from the
+study's own page (its ``Origin``, if sent, is the server's own; it carries the participant's CSRF token in a header,
+which a cross-site form cannot set), be small (4 KiB: an answer is at most 100 characters), and be one UTF-8 JSON
+object with only the expected fields. Their values are checked by ``StudyFlow.answer``, the one place that owns them
+(it is called without HTTP too). Every refusal here is an ``HttpRefusal`` with the status the server answers and one
+line saying why, so a refused request never reaches ``StudyFlow`` and stores nothing.
 
 Nothing here imports the web framework: the checks take plain headers and bytes, so ``harness`` imports it without
 the ``collect`` extra.
@@ -17,8 +18,6 @@ import hmac
 import json
 from collections.abc import Mapping
 from typing import Any
-
-from harness.collect.study import MAX_ANSWER_CHARS
 
 #: The largest request body accepted (bytes), checked against ``Content-Length`` and against the bytes read.
 MAX_BODY_BYTES = 4096
@@ -117,22 +116,14 @@ def parse_object(body: bytes) -> dict[str, Any]:
 
 
 def answer_fields(body: dict[str, Any]) -> dict[str, Any]:
-    """The fields of an answer, with the optional ones defaulted; unknown or missing fields are refused (422)."""
+    """The fields of an answer, with the optional ones defaulted; unknown or missing fields are refused (422). Their
+    values are checked by ``StudyFlow.answer``, the one place that owns them (it is also called without HTTP)."""
     unknown = sorted(k for k in body if k not in ANSWER_FIELDS)
     if unknown:
         raise HttpRefusal(422, f"unknown field '{unknown[0][:40]}' (accepted: {', '.join(ANSWER_FIELDS)})")
     missing = [k for k, required in ANSWER_FIELDS.items() if required and k not in body]
     if missing:
         raise HttpRefusal(422, f"missing field '{missing[0]}'")
-    if isinstance(body.get("client_ms"), (bool, float)):
-        raise HttpRefusal(422, "client_ms: expected an integer number of milliseconds or null")
-    if not isinstance(body.get("timed_out", False), bool):
-        raise HttpRefusal(422, "timed_out: expected true or false")
-    answer = body["answer"]
-    if answer is not None and (isinstance(answer, bool) or not isinstance(answer, (str, int))):
-        raise HttpRefusal(422, "answer: expected a string, an integer or null")
-    if isinstance(answer, str) and len(answer) > MAX_ANSWER_CHARS:  # a field too long, not a body too large
-        raise HttpRefusal(422, f"answer: longer than {MAX_ANSWER_CHARS} characters")
     return {"client_ms": None, "timed_out": False, **body}
 
 

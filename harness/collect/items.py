@@ -60,12 +60,12 @@ def read_texts(study: Study, data_dir: str | None) -> list[Text]:
         pairs = _texts_from_file(source.file, source.id_field, source.text_field, source.participants_field)
         where = str(source.file)
     seen: set[str] = set()
-    for text_id, text, _ in ((t.text_id, t.text, t.participants) for t in pairs):
-        if text_id in seen:
-            raise HarnessError(f"{where}: text id {shorten_repr(text_id)} is given twice")
-        seen.add(text_id)
-        if not text.strip():
-            raise HarnessError(f"{where}: text {shorten_repr(text_id)} is empty")
+    for entry in pairs:
+        if entry.text_id in seen:
+            raise HarnessError(f"{where}: text id {shorten_repr(entry.text_id)} is given twice")
+        seen.add(entry.text_id)
+        if not entry.text.strip():
+            raise HarnessError(f"{where}: text {shorten_repr(entry.text_id)} is empty")
     if not pairs:
         raise HarnessError(f"{where}: no texts")
     return pairs[: source.limit] if source.limit else pairs
@@ -131,7 +131,6 @@ def texts_from_task(task_name: str, data_dir: str | None) -> list[tuple[str, str
                 continue
             key = str(text_id)
             if key not in passages or len(sentence) > passages[key][0]:
-                passages.setdefault(key, (0, ""))
                 passages[key] = (len(sentence), sentence)
         elif isinstance(inst, GenerationInstance):
             pairs.append((inst.id, inst.source))
@@ -151,7 +150,7 @@ def build_items(study: Study, texts: Sequence[Text], prepare_game: GamePreparer 
         if prepare_game is None:
             raise HarnessError(f"{study.path}: the {study.kind} needs its model to prepare its items")
         return prepare_game(study, texts)
-    items = [_cloze_item(study, f"practice-{i}", "practice", p) for i, p in enumerate(study.practice)]
+    items = [_practice_item(study, f"practice-{i}", p) for i, p in enumerate(study.practice)]
     for entry in texts:
         text_id, words = entry.text_id, entry.text.split()
         target_n = {"participants": entry.participants} if entry.participants else {}
@@ -161,16 +160,13 @@ def build_items(study: Study, texts: Sequence[Text], prepare_game: GamePreparer 
                     f"{study.texts.describe()}: text {shorten_repr(text_id)}: fewer than {study.first_word} words "
                     f"(the study's first_word)"
                 )
-            payload = {"text_id": text_id, "words": words, "first": study.first_word, **target_n}
-            items.append(Item(text_id, "main", payload, len(words) - study.first_word + 1))
+            items.append(_words_item(text_id, "main", words, study.first_word, **target_n))
         else:
             if len(words) < 2:
                 raise HarnessError(
                     f"{study.texts.describe()}: text {shorten_repr(text_id)}: a sentence needs at least two words"
                 )
-            items.append(
-                Item(text_id, "main", {"text_id": text_id, "words": words, "first": len(words), **target_n}, 1)
-            )
+            items.append(_words_item(text_id, "main", words, len(words), **target_n))
     items += [catch_item(f"check-{i}", c) for i, c in enumerate(study.attention_checks)]
     return items
 
@@ -179,14 +175,19 @@ def build_items(study: Study, texts: Sequence[Text], prepare_game: GamePreparer 
 GamePreparer = Callable[[Study, Sequence[Text]], list[Item]]
 
 
-def _cloze_item(study: Study, item_id: str, role: str, practice: CatchItem) -> Item:
+def _words_item(item_id: str, role: str, words: list[str], first: int, **extra: Any) -> Item:
+    """A cloze item: one step per word guessed, from word number ``first`` to the last (a sentence: the last)."""
+    payload = {"text_id": item_id, "words": words, "first": first, **extra}
+    return Item(item_id, role, payload, len(words) - first + 1)
+
+
+def _practice_item(study: Study, item_id: str, practice: CatchItem) -> Item:
+    """A cloze practice text, played as the study's items are (a passage from ``first_word``, at least word 2)."""
     words = practice.text.split()
-    first = min(study.first_word, len(words)) if study.kind == "passage_cloze" else len(words)
     if len(words) < 2:
         raise HarnessError(f"{study.path}: practice item {item_id}: needs at least two words")
-    return Item(
-        item_id, role, {"text_id": item_id, "words": words, "first": max(first, 2)}, len(words) - max(first, 2) + 1
-    )
+    first = max(min(study.first_word, len(words)), 2) if study.kind == "passage_cloze" else len(words)
+    return _words_item(item_id, "practice", words, first)
 
 
 def catch_item(item_id: str, check: CatchItem) -> Item:
@@ -202,7 +203,7 @@ def catch_item(item_id: str, check: CatchItem) -> Item:
 # ------------------------------------------------------------------------------------------------ steps
 
 
-def view(kind: str, item: Item, step: int) -> dict[str, Any]:
+def view(item: Item, step: int) -> dict[str, Any]:
     """What the participant's page shows at ``step``: the text so far (``context``, or ``tokens`` for the
     next-token game so token boundaries can be drawn), or the two tokens of a which-one round."""
     p = item.payload

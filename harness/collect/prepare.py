@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.collect.flow import StudyFlow
-from harness.collect.items import GamePreparer, build_items, read_texts
+from harness.collect.items import GamePreparer, Item, Text, build_items, read_texts
 from harness.collect.store import StudyStore
 from harness.collect.study import Study, load_study
 
@@ -24,9 +24,15 @@ def open_study(study_path: Path, db_path: Path | None = None, data_dir: str | No
     if store.is_installed():
         store.install(study.name, study.digest, [])  # only checks the digest
     else:
-        texts = read_texts(study, data_dir)
-        store.install(study.name, study.digest, build_items(study, texts, _game_preparer(study)))
+        store.install(study.name, study.digest, make_items(study, data_dir)[1])
     return StudyFlow(study, store)
+
+
+def make_items(study: Study, data_dir: str | None) -> tuple[list[Text], list[Item]]:
+    """The study's texts and every item made from them (a game loads its model for them): what ``open_study``
+    installs and ``harness collect check`` counts."""
+    texts = read_texts(study, data_dir)
+    return texts, build_items(study, texts, _game_preparer(study))
 
 
 def open_existing(study_path: Path, db_path: Path | None = None) -> StudyFlow:

@@ -25,8 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
-import secrets
 import signal
 import socket
 import sys
@@ -35,7 +33,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from harness.collect.flow import Participant, Refused, StudyFlow
 from harness.collect.guard import (
@@ -51,6 +49,7 @@ from harness.collect.guard import (
     request_scheme,
 )
 from harness.collect.pages import admin_page, message_page, study_page
+from harness.collect.status import progress
 from harness.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -137,10 +136,7 @@ class _Handlers:
                 return _page("This link does not work", f"The participant id in the link was refused: {exc.message}"
                              " Please open the study link from the study platform again.", 400)  # fmt: skip
         response = RedirectResponse(_root(request) + "/study", status_code=303)
-        response.set_cookie(
-            SESSION_COOKIE, participant.session, path=_root(request) + "/", httponly=True, samesite="lax",
-            secure=request_scheme(request.url.scheme, request.headers) == "https",
-        )  # fmt: skip
+        _set_cookie(response, request, SESSION_COOKIE, participant.session, "/", "lax")
         return response
 
     def study(self, request: Request) -> Response:
@@ -212,21 +208,18 @@ class _Handlers:
             if not self._token_ok(token):
                 return _page("Not authorised", "Wrong admin token.", 401)
             response = RedirectResponse(_root(request) + "/admin", status_code=303)
-            response.set_cookie(
-                ADMIN_COOKIE, self.admin_cookie, path=_root(request) + "/admin", httponly=True, samesite="strict",
-                secure=request_scheme(request.url.scheme, request.headers) == "https",
-            )  # fmt: skip
+            _set_cookie(response, request, ADMIN_COOKIE, self.admin_cookie, "/admin", "strict")
             return response
         if not self._admin_ok(request):
             return _page("Not authorised", "The admin page needs the admin token (Authorization: Bearer TOKEN, or "
                          "open admin?token=TOKEN once).", 401)  # fmt: skip
         study = self.flow.study
-        return HTMLResponse(admin_page(study.name, study.kind, _progress(self.flow)))
+        return HTMLResponse(admin_page(study.name, study.kind, progress(self.flow)))
 
     def admin_json(self, request: Request) -> Response:
         if not self._admin_ok(request):
             return _error(401, "the admin token is missing or wrong (Authorization: Bearer TOKEN)")
-        return _json(_progress(self.flow))
+        return _json(progress(self.flow))
 
     def _admin_ok(self, request: Request) -> bool:
         scheme, _, token = request.headers.get("authorization", "").partition(" ")
@@ -244,10 +237,12 @@ class _Handlers:
         return PlainTextResponse("ok")
 
 
-def _progress(flow: StudyFlow) -> dict[str, Any]:
-    from harness.collect.status import progress
-
-    return progress(flow)
+def _set_cookie(
+    response: Response, request: Request, name: str, value: str, path: str, samesite: Literal["lax", "strict"]
+) -> None:
+    """An HttpOnly cookie under the server's public path, ``Secure`` when the request came over https."""
+    secure = request_scheme(request.url.scheme, request.headers) == "https"
+    response.set_cookie(name, value, path=_root(request) + path, httponly=True, samesite=samesite, secure=secure)
 
 
 async def _read_body(request: Request) -> bytes:
@@ -324,25 +319,15 @@ class _SecurityHeaders:
 # ------------------------------------------------------------------------------------------------ serving
 
 
-def serve(
-    flow: StudyFlow,
-    host: str = "127.0.0.1",
-    port: int = 8000,
-    admin_token: str | None = None,
-    root_path: str = "",
-) -> None:
+def serve(flow: StudyFlow, admin_token: str, host: str = "127.0.0.1", port: int = 8000, root_path: str = "") -> None:
     """Serve the study until SIGTERM or SIGINT, then shut down cleanly (requests in flight finish).
 
     Port 0 picks a free port. Once listening, prints one line to stdout: ``harness collect: serving '<study>' on
-    http://HOST:PORT/``. Without ``admin_token`` one is taken from ``HARNESS_COLLECT_ADMIN_TOKEN`` or made up and
-    written to stderr (stdout keeps its one line). Access logs are off: URLs carry participant ids."""
+    http://HOST:PORT/``. ``admin_token`` opens ``/admin``; where it comes from is the caller's (``harness collect
+    serve``: ``harness.cli.collect.admin_token``). Access logs are off: URLs carry participant ids."""
     require_extra()
     import uvicorn
 
-    if admin_token is None:
-        admin_token = os.environ.get("HARNESS_COLLECT_ADMIN_TOKEN") or secrets.token_urlsafe(24)
-        if not os.environ.get("HARNESS_COLLECT_ADMIN_TOKEN"):
-            print(f"harness collect: admin token {admin_token} (open /admin?token=...)", file=sys.stderr, flush=True)
     app = create_app(flow, admin_token)
     sock = _listen(host, port)
     shown_host = sock.getsockname()[0]
