@@ -186,8 +186,9 @@ class TrieWordSampler:
         """A new trace record for this group when tracing is on (shared-prefix path only: the one replayed)."""
         if self.trace is None or not self.shared_prefix:
             return None
-        record = _trace_record(contexts, n)
-        self.trace.append(record)
+        carriers = [[carrier, served] for carrier, served in _carriers(contexts)]
+        record = {"contexts": [len(ids) for ids in contexts], "carriers": carriers, "n": n, "levels": []}
+        self.trace.append(record)  # its levels are appended as they run
         return record
 
     def _rows_per_pass(self, row_bytes: int) -> int:
@@ -346,10 +347,10 @@ class TrieWordSampler:
             context_bytes = cache_bytes(root_cache)
         level = self._expand(parents, 0, len(parents), root_probs, tallies)
         record = self._trace_group([contexts[i] for i in live], [requests[i].n for i in live])
+        live_index = {req: k for k, req in enumerate(live)}
         while level:
             depth = len(level[0].tokens)
             if record is not None:
-                live_index = {req: k for k, req in enumerate(live)}
                 record["levels"].append(
                     {"parents": [n.parent_row for n in level], "reqs": [live_index[n.req] for n in level],
                      "counts": [n.count for n in level], "depth": depth}
@@ -367,12 +368,6 @@ class TrieWordSampler:
             for node in level:
                 evaluated[node.req] += 1
             chunks, level = next_chunks, next_level
-
-
-def _trace_record(contexts: list[list[int]], n: list[int]) -> dict[str, Any]:
-    """The start of a group's trace record (``TrieWordSampler.trace``); its levels are appended as they run."""
-    carriers = [[carrier, served] for carrier, served in _carriers(contexts)]
-    return {"contexts": [len(ids) for ids in contexts], "carriers": carriers, "n": n, "levels": []}
 
 
 def _carriers(contexts: list[list[int]]) -> list[tuple[int, list[int]]]:
