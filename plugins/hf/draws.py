@@ -118,36 +118,60 @@ def draw_tokens(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
     return blocked.search(uniforms.to(probs.device, torch.float64)[:, None])[:, 0]
 
 
-def draw_counts(probs: torch.Tensor, uniforms: Sequence[np.ndarray]) -> list[list[tuple[int, int]]]:
-    """For each row, the tokens drawn with that row's uniforms, as ``(token, count)`` pairs sorted by token id.
-
-    ``uniforms[r]`` holds row ``r``'s ``count`` uniforms: the counts of ``count`` i.i.d. draws are exactly one
-    ``Multinomial(count, p)`` draw, which a trie node needs. Rows are padded to the longest; padding is not searched.
-    """
+def _search_padded(probs: torch.Tensor, uniforms: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Every row's uniforms searched at once: tokens ``[rows, width]`` on the device, -1 where ``valid`` is False."""
     if len(uniforms) != probs.shape[0]:
         raise ValueError(f"{len(uniforms)} rows of uniforms for {probs.shape[0]} rows of probabilities")
     blocked = _Blocked(probs)
     width = max((len(u) for u in uniforms), default=0)
-    if width == 0:
-        return [[] for _ in uniforms]
     padded = np.zeros((len(uniforms), width))
     valid = np.zeros((len(uniforms), width), dtype=bool)
     for row, values in enumerate(uniforms):
         padded[row, : len(values)] = values
         valid[row, : len(values)] = True
     device = probs.device
-    tokens = blocked.search(torch.from_numpy(padded).to(device), torch.from_numpy(valid).to(device)).cpu().numpy()
-    return _count_rows(tokens, valid)
+    on_device = torch.from_numpy(valid).to(device)
+    if width == 0:
+        return torch.full(valid.shape, -1, dtype=torch.long, device=device), on_device
+    return blocked.search(torch.from_numpy(padded).to(device), on_device), on_device
+
+
+def draw_counts(probs: torch.Tensor, uniforms: Sequence[np.ndarray]) -> list[list[tuple[int, int]]]:
+    """For each row, the tokens drawn with that row's uniforms, as ``(token, count)`` pairs sorted by token id.
+
+    ``uniforms[r]`` holds row ``r``'s ``count`` uniforms: the counts of ``count`` i.i.d. draws are exactly one
+    ``Multinomial(count, p)`` draw, which a trie node needs. Rows are padded to the longest; padding is not searched.
+    """
+    tokens, _ = _search_padded(probs, uniforms)
+    host = tokens.cpu().numpy()
+    return _count_rows(host, host >= 0)
+
+
+def draw_counts_folded(
+    probs: torch.Tensor, uniforms: Sequence[np.ndarray], rows: torch.Tensor, tokens_mask: torch.Tensor
+) -> tuple[list[list[tuple[int, int]]], list[int]]:
+    """:func:`draw_counts`, except that draws of a token in ``tokens_mask`` (``[vocab]`` booleans) on a row where
+    ``rows`` (``[rows]`` booleans) is True are only counted, per row, on the device: the second list. The trie
+    sampler folds the children whose word is already decided this way (:mod:`plugins.hf.word_boundaries`); the same
+    uniforms draw the same tokens, so the folded counts plus the listed ones are exactly :func:`draw_counts`'s."""
+    tokens, valid = _search_padded(probs, uniforms)
+    folded = valid & rows[:, None] & tokens_mask[tokens.clamp(min=0)]
+    kept = torch.where(folded, -1, tokens)
+    # One transfer (one synchronisation) brings back both the listed tokens and the folded counts.
+    host = torch.cat([kept, folded.sum(dim=1, keepdim=True)], dim=1).cpu().numpy()
+    listed = host[:, :-1]
+    return _count_rows(listed, listed >= 0), host[:, -1].tolist()
 
 
 def _count_rows(tokens: np.ndarray, valid: np.ndarray) -> list[list[tuple[int, int]]]:
     """Each row's distinct valid tokens with their counts, sorted by token, for all rows at once: one row-wise sort
     and one pass over the flattened runs (a ``np.unique`` per row cost 4.6 ms of Python calls per pass of 512 rows)."""
-    rows, _ = tokens.shape
-    # ``valid`` marks each row's first entries, and padding sorts last in its row, past every token id, so after the
-    # sort the same mask picks the valid tokens.
+    rows, width = tokens.shape
+    # Invalid entries (padding, folded draws) sort last in their row, past every token id, so after the sort each
+    # row's valid tokens are its first ones.
     ordered = np.sort(np.where(valid, tokens, np.iinfo(tokens.dtype).max), axis=1)
-    flat, row_of = ordered[valid], np.nonzero(valid)[0]
+    first = np.arange(width)[None, :] < valid.sum(axis=1)[:, None]
+    flat, row_of = ordered[first], np.nonzero(first)[0]
     if flat.size == 0:
         return [[] for _ in range(rows)]
     starts = np.flatnonzero(np.r_[True, (flat[1:] != flat[:-1]) | (row_of[1:] != row_of[:-1])])

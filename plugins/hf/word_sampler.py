@@ -37,13 +37,14 @@ import torch
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.text import Outcome, decide_word
 from plugins.hf import inplace_mlp, prefix_attention
-from plugins.hf.draws import draw_counts
+from plugins.hf.draws import draw_counts, draw_counts_folded
 from plugins.hf.load_options import AUTO_STEP_ROWS
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cache
 from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 from plugins.hf.trie_cache import cache_bytes, gather_rows, mergeable
+from plugins.hf.word_boundaries import space_initial_mask, word_on_space
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
 #: once, so a wide trie level wants few, large passes (see :data:`plugins.hf.load_options.AUTO_STEP_ROWS` for the
@@ -107,6 +108,7 @@ class TrieWordSampler:
         device: torch.device | None = None,
         max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES,
         use_shared_prefix: bool = True,
+        fold_word_ends: bool = True,
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -123,6 +125,10 @@ class TrieWordSampler:
         #: The decoder and its LM head writing into reused buffers; the shared-prefix path runs through it.
         self._head = NextTokenHead(model) if self.shared_prefix else None
         inplace_mlp.enable(model)
+        #: Whether children whose word is already decided are counted on the device (:mod:`.word_boundaries`); off,
+        #: every child is decoded on the host (the same counts, kept for the tests that check that).
+        self.fold_word_ends = fold_word_ends
+        self._space_initial: torch.Tensor | None = None
         self._cache_keyword = cache_keyword(model)
         self._logits_kwargs = last_logits_kwargs(model)
 
@@ -264,10 +270,19 @@ class TrieWordSampler:
         order, as if its rows were drawn alone."""
         rows = range(start, end)
         uniforms = [tallies.rngs[parents[row].req].random(parents[row].count) for row in rows]
+        words = [self._word_on_space(parents[row], tallies) for row in rows]
+        if any(word is not None for word in words):
+            row_mask = torch.tensor([word is not None for word in words], device=probs.device)
+            drawn_rows, folded = draw_counts_folded(probs, uniforms, row_mask, self._space_mask(probs.shape[-1]))
+        else:
+            drawn_rows, folded = draw_counts(probs, uniforms), [0] * len(rows)
         open_children: list[_Node] = []
-        for row, drawn in zip(rows, draw_counts(probs, uniforms), strict=True):
+        for row, drawn, word, n_folded in zip(rows, drawn_rows, words, folded, strict=True):
             parent = parents[row]
             i = parent.req
+            if n_folded:
+                assert word is not None
+                tallies.counts[i][word] = tallies.counts[i].get(word, 0) + n_folded
             for token, count in drawn:
                 child = self._child(parent, row, token, count, tallies.decoders[i], tallies.requests[i])
                 kind, value = child.outcome
@@ -278,6 +293,21 @@ class TrieWordSampler:
                 else:
                     open_children.append(child)
         return open_children
+
+    def _word_on_space(self, parent: _Node, tallies: _Tallies) -> str | None:
+        """The word of every child of ``parent`` whose token starts with a space, if that is decided (then those
+        children are counted in bulk), else None."""
+        if not self.fold_word_ends or not parent.tokens:
+            return None
+        return word_on_space(parent.text, tallies.requests[parent.req])
+
+    def _space_mask(self, vocab_size: int) -> torch.Tensor:
+        """The tokens that start with a space after any text (end-of-sequence ids never), computed once."""
+        if self._space_initial is None or self._space_initial.shape[0] != vocab_size:
+            mask = space_initial_mask(self.tokenizer, vocab_size, self.device)
+            mask[[t for t in self.eos if t < vocab_size]] = False
+            self._space_initial = mask
+        return self._space_initial
 
     def sample(self, request: SampleWordsRequest) -> SampleWordsResponse:
         """Answer one request; see the module docstring for the algorithm and why it samples exactly."""

@@ -1,0 +1,86 @@
+"""Children whose word is already decided are counted in bulk on the device (``plugins.hf.word_boundaries``): the
+tokens it marks, the parents it folds, and the same counts as decoding every child on the host."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+
+from harness.requests import SampleWordsRequest
+from plugins.hf.draws import draw_counts, draw_counts_folded
+from plugins.hf.word_boundaries import space_initial_mask, word_on_space
+from plugins.hf.word_sampler import TrieWordSampler
+from tests.test_word_sampler import TOK, VOCAB, ByteTokenizer, StubLM, markov2
+
+
+def _request(**kwargs: Any) -> SampleWordsRequest:
+    return SampleWordsRequest(**{"context": "x", "n": 10, "seed": 0, "mode": "exact", "max_new_tokens": 6, **kwargs})
+
+
+def test_space_initial_mask_on_the_byte_level_stub() -> None:
+    mask = space_initial_mask(ByteTokenizer(), VOCAB, torch.device("cpu"))
+    pieces = {" The", " the", " cat", " ca", " ", " dog!", " caf"}
+    # The space-initial pieces, and the single byte 0x20 (id 32 + 32), nothing else: not EOS, not "\n", not "t".
+    assert sorted(mask.nonzero().flatten().tolist()) == sorted([TOK[p.encode()] for p in pieces] + [64])
+
+
+def test_word_on_space_only_for_words_no_continuation_changes() -> None:
+    exact, paper = _request(), _request(mode="paper", max_new_tokens=2)
+    assert word_on_space(" the", exact) == "the"
+    assert word_on_space(" Dog!", exact) == "dog"
+    assert word_on_space("", exact) is None  # no word yet: " " + " cat" is still open
+    assert word_on_space(" ,", exact) is None  # punctuation alone normalises to no word
+    assert word_on_space(" caf\ufffd", exact) is None  # bytes end inside a character: the text may still change
+    assert word_on_space(" the", paper) == "the"
+    # Near the cap a paper-mode child is judged on its whole text ("  the" is "the"), so a bare space decides nothing.
+    assert word_on_space(" ", paper) is None
+
+
+def test_folded_draws_are_the_plain_draws_split_in_two() -> None:
+    torch.manual_seed(0)
+    probs = torch.softmax(torch.randn(6, 300) * 3, dim=-1)
+    rng = np.random.default_rng(0)
+    uniforms = [rng.random(c) for c in (40, 0, 7, 300, 1, 25)]
+    tokens_mask = torch.zeros(300, dtype=torch.bool)
+    tokens_mask[::4] = True
+    rows = torch.tensor([True, True, False, True, True, False])
+    plain = draw_counts(probs, uniforms)
+    listed, folded = draw_counts_folded(probs, uniforms, rows, tokens_mask)
+    for r in range(6):
+        fold = bool(rows[r])
+        assert listed[r] == [(t, c) for t, c in plain[r] if not (fold and tokens_mask[t])]
+        assert folded[r] == sum(c for t, c in plain[r] if fold and tokens_mask[t])
+    assert sum(folded) > 0 and sum(sum(c for _, c in row) for row in listed) > 0
+
+
+@pytest.mark.parametrize(("mode", "cap"), [("exact", 3), ("exact", 6), ("paper", 4), ("paper", 5)])
+def test_bulk_counting_draws_exactly_the_per_child_counts(mode: str, cap: int) -> None:
+    """The stub's pieces include a whitespace-only token, a split UTF-8 character and newlines: on every seed the
+    sampler with bulk counting returns the very counts and rejections of the one that decodes every child."""
+    fn = markov2(seed=5)
+    for seed in range(3):
+        req = SampleWordsRequest(context="x", n=20_000, seed=seed, mode=mode, max_new_tokens=cap)
+        on = TrieWordSampler(StubLM(fn), ByteTokenizer()).sample(req)
+        off = TrieWordSampler(StubLM(fn), ByteTokenizer(), fold_word_ends=False).sample(req)
+        assert on.to_record() == off.to_record()
+
+
+@pytest.mark.slow
+def test_bulk_counting_on_smollm2_matches_per_child_decoding(smollm2: Any) -> None:
+    """The real byte-level tokenizer: its space-initial tokens, and a group of contexts drawn both ways."""
+    tokenizer = smollm2.tokenizer
+    mask = space_initial_mask(tokenizer, smollm2.model.config.vocab_size, torch.device("cpu"))
+    ids = {text: tokenizer(text)["input_ids"][-1] for text in (" the", "the", ",", " Paris", "\n")}
+    assert [bool(mask[ids[t]]) for t in (" the", "the", ",", " Paris", "\n")] == [True, False, False, True, False]
+    assert not mask[tokenizer.eos_token_id]
+    contexts = ["The capital of France is", "She opened the door and", "In the morning, the old man"]
+    requests = [SampleWordsRequest(context=c, n=1000, seed=k, mode=m, max_new_tokens=5)
+                for k, c in enumerate(contexts) for m in ("exact", "paper")]  # fmt: skip
+    for mode in ("exact", "paper"):
+        group = [r for r in requests if r.mode == mode]
+        on = TrieWordSampler(smollm2.model, tokenizer, batch_size=256).sample_many(group)
+        off = TrieWordSampler(smollm2.model, tokenizer, batch_size=256, fold_word_ends=False).sample_many(group)
+        assert [r.to_record() for r in on] == [r.to_record() for r in off]
