@@ -249,6 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# model load {load_s:.1f} s from {loaded.path}; load average {os.getloadavg()[0]:.2f}")
     rows: list[Row] = []
     exact_requests: list[SampleWordsRequest] = []
+    paper_requests: list[SampleWordsRequest] = []
     for i, ctx in enumerate(contexts):
         label = f"{ctx['text_id']}:{ctx['word_num']}"
         ids = encode_context(tokenizer, model, ctx["context"], args.max_new_tokens)
@@ -259,6 +260,7 @@ def main(argv: list[str] | None = None) -> int:
             context=ctx["context"], n=args.n, seed=args.seed, mode="exact", max_new_tokens=args.exact_max_new_tokens
         )
         exact_requests.append(exact_req)
+        paper_requests.append(paper_req)
         c0, t0 = time.process_time(), time.perf_counter()
         paper = sampler.sample(paper_req)
         c1, t1 = time.process_time(), time.perf_counter()
@@ -327,6 +329,18 @@ def main(argv: list[str] | None = None) -> int:
             f"({elapsed / len(exact_requests):.2f} s/context, {sum(r.tokens_evaluated for r in together)} positions) "
             f"vs {alone:.2f} s one by one -> {alone / elapsed:.1f}x"
         )
+        if timed:
+            # generate's job (paper mode, the same contexts) answered as `harness run` answers it: in one group.
+            synchronize(loaded.device)
+            t0 = time.perf_counter()
+            sampler.sample_many(paper_requests[: len(timed)])
+            synchronize(loaded.device)
+            paper_together = time.perf_counter() - t0
+            gen = sum(r.generate_s or 0.0 for r in timed)
+            print(
+                f"trie paper, the {len(timed)} contexts generate ran, in lockstep: {paper_together:.2f} s vs generate "
+                f"{gen:.1f} s -> {gen / paper_together:.1f}x faster"
+            )
     if args.vllm:
         time_vllm(loaded.path, args.dtype, [c["context"] for c in contexts], rows, tokenizer, model, args)
     print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")

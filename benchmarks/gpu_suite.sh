@@ -45,7 +45,7 @@ step() {  # step NAME LIMIT_SECONDS COMMAND...: run with a time limit, log to OU
   tail -n 4 "$out/$name.log" | sed 's/^/   /'
 }
 export HARNESS_NO_PROGRESS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HARNESS_OFFLINE=1 PYTHONUNBUFFERED=1
-if [ "$quick" = 1 ]; then limit=12 n=100 ctx=2 gen=8 tokens=8; else limit=200 n=1000 ctx=8 gen=64 tokens=100; fi
+if [ "$quick" = 1 ]; then limit=12 n=100 ctx=2 gen=8 tokens=8 wsctx=2; else limit=200 n=1000 ctx=8 gen=64 tokens=100 wsctx=32; fi
 # harness run of provo on the device; each use adds --limit, --output-dir and its own options.
 provo=("$py" -m harness run --tasks provo --model "hf:$model" --device "$device" --task-args "n_samples=$n")
 rate_of() {  # seconds answering per context of a finished run
@@ -66,11 +66,41 @@ reserve=${SUITE_RESERVE:-360}
 full=$("$py" -c "import sys; r, t = float(sys.argv[1]), float(sys.argv[2]); print(max(0, min(2687, int(t / max(r, 1e-3)))))" "$rate" "$(( $(left) - reserve - 20 ))")
 [ "$quick" = 1 ] && full=$((limit * 2))
 echo "## provo bf16 rate $rate s/context: full run on $full contexts"
+# Contexts answered together and rows per pass: each group's deep trie levels are a pass each, whatever their width,
+# so on a GPU (host-bound) fewer, wider groups mean fewer passes. Timed on the first SWEEP_LIMIT contexts; the full
+# run below uses the fastest.
+sweep_limit=${SWEEP_LIMIT:-512}
+[ "$quick" = 1 ] && sweep_limit=$((limit * 2))
+best_args="dtype=bfloat16"
+best_rows=auto
+if [[ " ${SUITE_SKIP:-} " != *" sweep "* ]]; then
+  best_rate=""
+  for shape in ${SUITE_SWEEP:-64x1024 256x4096 512x8192}; do
+    contexts=${shape%x*} rows=${shape#*x}
+    step "sweep-$shape" $(( $(left) < 120 ? $(left) : 120 )) "${provo[@]}" --limit "$sweep_limit" \
+      --output-dir "$out/runs/sweep-$shape" --model-args "dtype=bfloat16,contexts_per_pass=$contexts" --batch-size "$rows"
+    r=$(rate_of "sweep-$shape" 2>/dev/null) || continue
+    echo "## sweep $shape: $r s/context"
+    if [ -z "$best_rate" ] || "$py" -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$r" "$best_rate"; then
+      best_rate=$r best_args="dtype=bfloat16,contexts_per_pass=$contexts" best_rows=$rows rate=$r
+    fi
+  done
+  echo "## fastest: --model-args $best_args --batch-size $best_rows"
+  full=$("$py" -c "import sys; r, t = float(sys.argv[1]), float(sys.argv[2]); print(max(0, min(2687, int(t / max(r, 1e-3)))))" "$rate" "$(( $(left) - reserve - 20 ))")
+  [ "$quick" = 1 ] && full=$((limit * 2))
+  echo "## full run on $full contexts"
+fi
 step provo-bf16-full $(( $(left) - reserve )) "${provo[@]}" --limit "$full" --output-dir "$out/runs/gpu-bf16-full" \
-  --model-args dtype=bfloat16
-stat="(plain_generate or determinism or exact_distribution_on_smollm2 or grouping) and not tiny"
+  --model-args "$best_args" --batch-size "$best_rows"
+# Where a GPU run's time goes: a profile of the host's Python (the GPU is asynchronous: its time shows as waits).
+step profile $(( $(left) < 90 ? $(left) : 90 )) "$py" -m cProfile -o "$out/profile.out" -m harness run --tasks provo \
+  --model "hf:$model" --device "$device" --task-args "n_samples=$n" --limit "$sweep_limit" --output-dir "$out/runs/profile" \
+  --model-args "$best_args" --batch-size "$best_rows"
+[ -f "$out/profile.out" ] && "$py" -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('tottime').print_stats(30)" \
+  "$out/profile.out" >"$out/profile.txt" 2>&1
+stat="(plain_generate or determinism or exact_distribution_on_smollm2 or grouping or bulk_counting_on_smollm2) and not tiny"
 [ "$quick" = 1 ] || step pytest-bf16 $(( $(left) < 90 ? $(left) : 90 )) env HARNESS_TEST_DEVICE=cuda HARNESS_TEST_DTYPE=bfloat16 \
-  "$py" -m pytest -q -p no:cacheprovider tests/test_word_sampler.py tests/test_generator.py tests/test_word_distribution.py -k "$stat"
+  "$py" -m pytest -q -p no:cacheprovider tests/test_word_sampler.py tests/test_generator.py tests/test_word_distribution.py tests/test_word_boundaries.py -k "$stat"
 # The trie of the first contexts recorded with the model, replayed through 1B- and 8B-class models of every family
 # served (random weights; docs/word-sampling.md, "Any family, any size: replaying a recorded trie").
 step trie-record $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/bench_trie_replay.py record --model "$model" \
@@ -84,7 +114,7 @@ step bench-generate-bf16 $(( $(left) < 150 ? $(left) : 150 )) "$py" benchmarks/b
 step provo-fp32-200 $(( $(left) < 60 ? $(left) : 60 )) "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-fp32"
 [ "$quick" = 1 ] && fp32_full=(--limit "$full") || fp32_full=()
 step provo-fp32-full $(( $(left) - 60 )) "${provo[@]}" "${fp32_full[@]}" --output-dir "$out/runs/gpu-fp32-full"
-step bench-word-sampler-bf16 $(( $(left) < 45 ? $(left) : 45 )) "$py" benchmarks/bench_word_sampler.py --model "$model" --device "$device" \
-  --dtype bfloat16 --contexts "$ctx" --n "$n" --generate-contexts "$ctx" --lockstep --vllm
+step bench-word-sampler-bf16 $(( $(left) < 90 ? $(left) : 90 )) "$py" benchmarks/bench_word_sampler.py --model "$model" --device "$device" \
+  --dtype bfloat16 --contexts "$wsctx" --n "$n" --generate-contexts "$wsctx" --lockstep --vllm
 step cuda_vs_cpu $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/check_cuda_matches_cpu.py --model "$model" --contexts "$ctx"
 echo "## suite done in $((SECONDS - start)) s"

@@ -40,6 +40,8 @@ def strip_punctuation(text: str) -> str:
     >>> strip_punctuation("U.S. well-known --")
     'US well-known'
     """
+    if text.isalnum():  # letters and digits only (most words): nothing to drop, no whitespace to join
+        return text
     kept: list[str] = []
     for i, ch in enumerate(text):
         if ch == "-":
@@ -165,6 +167,20 @@ def _paper_word_closed(text: str) -> bool:
     by a space. The clean-up works character by character, so more text only adds pieces at the end."""
     pieces = paper_clean(text).split(" ")
     return any(pieces[:-1])
+
+
+def word_a_space_closes(text: str, mode: str) -> str | None:
+    """The word every continuation of ``text`` that starts with whitespace has, or None if such continuations can
+    still differ (no word has started): ``decide_word`` of ``text + " "`` far from any token cap, computed without
+    building that text. Text only grows at the end, so the word a space closes is final (the trie sampler counts
+    such continuations without decoding them, ``plugins.hf.word_boundaries``).
+
+    >>> word_a_space_closes(" The", "exact"), word_a_space_closes(" ,", "exact"), word_a_space_closes(" Dog!", "paper")
+    ('the', None, 'dog')
+    """
+    if mode == "paper":
+        return paper_first_word(text)
+    return first_complete_word(text, ended=False)[0]
 
 
 def decide_word(text: str, *, ended: bool, depth: int, mode: str, max_new_tokens: int) -> Outcome:

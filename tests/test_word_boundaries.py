@@ -10,14 +10,11 @@ import pytest
 import torch
 
 from harness.requests import SampleWordsRequest
+from harness.text import decide_word
 from plugins.hf.draws import draw_counts, draw_counts_folded
 from plugins.hf.word_boundaries import space_initial_mask, word_on_space
 from plugins.hf.word_sampler import TrieWordSampler
 from tests.test_word_sampler import TOK, VOCAB, ByteTokenizer, StubLM, markov2
-
-
-def _request(**kwargs: Any) -> SampleWordsRequest:
-    return SampleWordsRequest(**{"context": "x", "n": 10, "seed": 0, "mode": "exact", "max_new_tokens": 6, **kwargs})
 
 
 def test_space_initial_mask_on_the_byte_level_stub() -> None:
@@ -28,15 +25,20 @@ def test_space_initial_mask_on_the_byte_level_stub() -> None:
 
 
 def test_word_on_space_only_for_words_no_continuation_changes() -> None:
-    exact, paper = _request(), _request(mode="paper", max_new_tokens=2)
-    assert word_on_space(" the", exact) == "the"
-    assert word_on_space(" Dog!", exact) == "dog"
-    assert word_on_space("", exact) is None  # no word yet: " " + " cat" is still open
-    assert word_on_space(" ,", exact) is None  # punctuation alone normalises to no word
-    assert word_on_space(" caf\ufffd", exact) is None  # bytes end inside a character: the text may still change
-    assert word_on_space(" the", paper) == "the"
-    # Near the cap a paper-mode child is judged on its whole text ("  the" is "the"), so a bare space decides nothing.
-    assert word_on_space(" ", paper) is None
+    assert word_on_space(" the", "exact") == "the"
+    assert word_on_space(" Dog!", "exact") == "dog"
+    assert word_on_space(" the cat", "exact") == "the"  # already closed: still the first word
+    assert word_on_space("", "exact") is None  # no word yet: " " + " cat" is still open
+    assert word_on_space(" ,", "exact") is None  # punctuation alone normalises to no word
+    assert word_on_space(" caf\ufffd", "exact") is None  # bytes end inside a character: the text may still change
+    assert word_on_space(" the", "paper") == "the"
+    assert word_on_space(' said:\n"Come', "paper") == "saidcome"  # the study deletes newlines and punctuation
+    assert word_on_space(" ", "paper") is None
+    # The shortcut is decide_word on the text plus a space, far from the cap, on every case above.
+    for text in (" the", " Dog!", " the cat", "", " ,", " ", ' said:\n"Come', " well-", " -"):
+        for mode in ("exact", "paper"):
+            kind, word = decide_word(text + " ", ended=False, depth=0, mode=mode, max_new_tokens=5)
+            assert word_on_space(text, mode) == (word if kind == "word" else None), (text, mode)
 
 
 def test_folded_draws_are_the_plain_draws_split_in_two() -> None:

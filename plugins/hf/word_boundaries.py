@@ -25,8 +25,7 @@ from typing import Any
 
 import torch
 
-from harness.requests import SampleWordsRequest
-from harness.text import decide_word
+from harness.text import word_a_space_closes
 
 _DECODE_KWARGS: dict[str, Any] = {"skip_special_tokens": True, "clean_up_tokenization_spaces": False}
 
@@ -75,14 +74,10 @@ def _decode_or_empty(tokenizer: Any, ids: list[int]) -> str:
         return ""
 
 
-def word_on_space(text: str, request: SampleWordsRequest) -> str | None:
-    """The word every child of a prefix with this ``text`` gets when its token starts with a space, or None when a
-    space would not close a word (no word yet) or the text may still change (it ends inside a UTF-8 character).
-
-    Only a word that no continuation can change counts: the text plus a space is judged as if far from the token
-    cap (``depth=0``), because a child *at* the cap is judged on its whole text (in paper mode, ``"  the"`` at the
-    cap is ``the``, while ``"  "`` there is the failure marker)."""
+def word_on_space(text: str, mode: str) -> str | None:
+    """The word every child of a prefix with this ``text`` gets when its token starts with a space
+    (:func:`harness.text.word_a_space_closes`), or None when a space would not close a word or the text may still
+    change: it ends inside a UTF-8 character (U+FFFD), which the next bytes can complete into another character."""
     if text.endswith("\ufffd"):
         return None
-    kind, word = decide_word(text + " ", ended=False, depth=0, mode=request.mode, max_new_tokens=request.max_new_tokens)
-    return word if kind == "word" else None
+    return word_a_space_closes(text, mode)

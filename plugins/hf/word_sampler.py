@@ -299,7 +299,7 @@ class TrieWordSampler:
         children are counted in bulk), else None."""
         if not self.fold_word_ends or not parent.tokens:
             return None
-        return word_on_space(parent.text, tallies.requests[parent.req])
+        return word_on_space(parent.text, tallies.requests[parent.req].mode)
 
     def _space_mask(self, vocab_size: int) -> torch.Tensor:
         """The tokens that start with a space after any text (end-of-sequence ids never), computed once."""
