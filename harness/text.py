@@ -69,19 +69,13 @@ def first_complete_word(text: str, ended: bool) -> tuple[str | None, bool]:
     >>> first_complete_word(", ...", ended=True)
     (None, False)
     """
-    pos = 0
-    n = len(text)
-    while pos < n:
-        while pos < n and text[pos].isspace():
-            pos += 1
-        start = pos
-        while pos < n and not text[pos].isspace():
-            pos += 1
-        if start == pos:
-            break
-        word = normalise_word(text[start:pos])
+    # str.split() cuts at exactly the characters str.isspace() accepts; a chunk is complete when a later chunk
+    # exists (whitespace separates them) or the text ends with whitespace.
+    chunks = text.split()
+    for k, chunk in enumerate(chunks):
+        word = normalise_word(chunk)
         if word:
-            return word, pos < n or ended
+            return word, ended or k + 1 < len(chunks) or text[-1].isspace()
     return None, False
 
 

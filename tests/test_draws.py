@@ -82,3 +82,27 @@ def test_count_rows_hand_case() -> None:
     valid = np.array([[True, True, True, False], [True, False, False, False], [False] * 4, [True] * 4])
     assert draws._count_rows(tokens, valid) == [[(2, 1), (5, 2)], [(7, 1)], [], [(1, 1), (3, 3)]]
     assert draws._count_rows(tokens, np.zeros_like(valid)) == [[], [], [], []]
+
+
+def test_runs_counted_on_the_device_equal_the_hosts_count() -> None:
+    """The GPU's way of counting (sort and run starts where the tokens are) gives the numpy count's pairs, with
+    invalid entries anywhere in a row (padding at the end, folded draws in the middle)."""
+    rng = np.random.default_rng(3)
+    tokens = rng.integers(0, 40, size=(50, 30))
+    tokens[rng.random(tokens.shape) < 0.3] = -1
+    tokens[7] = -1  # a row with nothing left
+    expected = draws._count_rows(tokens, tokens >= 0)
+    row, token, count = draws.runs_on_device(torch.from_numpy(tokens))
+    got: list[list[tuple[int, int]]] = [[] for _ in range(50)]
+    for r, t, c in zip(row.tolist(), token.tolist(), count.tolist(), strict=True):
+        got[r].append((t, c))
+    assert got == expected
+    assert got[7] == [] and sum(c for pairs in got for _, c in pairs) == int((tokens >= 0).sum())
+    # By hand: row [3, -1, 3, 1] has token 1 once and token 3 twice.
+    row, token, count = draws.runs_on_device(torch.tensor([[3, -1, 3, 1]]))
+    assert (row.tolist(), token.tolist(), count.tolist()) == ([0, 0], [1, 3], [1, 2])
+    # The whole way back to the host, as a GPU takes it, with per-row extras.
+    t = torch.from_numpy(tokens)
+    extra = torch.arange(50)
+    assert draws._counts_to_host(t, extra, on_device=True) == draws._counts_to_host(t, extra, on_device=False)
+    assert draws._counts_to_host(t, None, on_device=True)[0] == expected

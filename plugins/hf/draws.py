@@ -143,8 +143,7 @@ def draw_counts(probs: torch.Tensor, uniforms: Sequence[np.ndarray]) -> list[lis
     ``Multinomial(count, p)`` draw, which a trie node needs. Rows are padded to the longest; padding is not searched.
     """
     tokens, _ = _search_padded(probs, uniforms)
-    host = tokens.cpu().numpy()
-    return _count_rows(host, host >= 0)
+    return _counts_to_host(tokens, None)[0]
 
 
 def draw_counts_folded(
@@ -156,11 +155,47 @@ def draw_counts_folded(
     uniforms draw the same tokens, so the folded counts plus the listed ones are exactly :func:`draw_counts`'s."""
     tokens, valid = _search_padded(probs, uniforms)
     folded = valid & rows[:, None] & tokens_mask[tokens.clamp(min=0)]
-    kept = torch.where(folded, -1, tokens)
-    # One transfer (one synchronisation) brings back both the listed tokens and the folded counts.
-    host = torch.cat([kept, folded.sum(dim=1, keepdim=True)], dim=1).cpu().numpy()
-    listed = host[:, :-1]
-    return _count_rows(listed, listed >= 0), host[:, -1].tolist()
+    return _counts_to_host(torch.where(folded, -1, tokens), folded.sum(dim=1))
+
+
+def _counts_to_host(
+    tokens: torch.Tensor, per_row: torch.Tensor | None, on_device: bool | None = None
+) -> tuple[list[list[tuple[int, int]]], list[int]]:
+    """Each row's ``(token, count)`` pairs of ``tokens`` (``[rows, width]``, -1 not drawn) and ``per_row`` (or
+    zeros), with one transfer to the host, which is the pass's one synchronisation.
+
+    On a CPU the padded token matrix is counted by numpy (:func:`_count_rows`). On a GPU it is counted where it is
+    (:func:`runs_on_device`) and only the runs come back: a wide trie level's padded matrix (8,192 rows by the
+    largest count of any row, up to 1,000) was tens of MB to copy and sort on the host per pass. Both give the same
+    integers (``on_device`` forces either way; by default, the device's way off a CPU)."""
+    rows = tokens.shape[0]
+    if not (on_device if on_device is not None else tokens.device.type != "cpu"):
+        host = tokens.numpy()
+        return _count_rows(host, host >= 0), per_row.tolist() if per_row is not None else [0] * rows
+    if per_row is None:
+        per_row = tokens.new_zeros(rows)
+    row, token, count = runs_on_device(tokens)
+    flat = torch.cat([per_row.to(torch.long), row, token, count]).cpu().numpy()
+    runs = (flat.size - rows) // 3
+    row_of, token_of, count_of = flat[rows:].reshape(3, runs)
+    first_of_row = np.searchsorted(row_of, np.arange(rows + 1))
+    pairs = list(zip(token_of.tolist(), count_of.tolist(), strict=True))
+    return [pairs[first_of_row[r] : first_of_row[r + 1]] for r in range(rows)], flat[:rows].tolist()
+
+
+def runs_on_device(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The distinct valid tokens of every row of ``tokens`` (-1 invalid, anywhere) with their counts, computed where
+    the tensor is: ``(row, token, count)``, ordered by row, then token."""
+    big = torch.iinfo(torch.long).max
+    ordered = torch.sort(torch.where(tokens >= 0, tokens, big), dim=1).values
+    valid = ordered != big
+    starts = valid.clone()
+    starts[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]
+    row, col = starts.nonzero(as_tuple=True)
+    ends = valid.sum(dim=1)[row]
+    if row.numel() > 1:
+        ends[:-1] = torch.where(row[1:] == row[:-1], col[1:], ends[:-1])
+    return row, ordered[row, col], ends - col
 
 
 def _count_rows(tokens: np.ndarray, valid: np.ndarray) -> list[list[tuple[int, int]]]:

@@ -5,7 +5,7 @@ kept; an empty one becomes BOS), and generated tokens decoded as they read after
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 #: Context tokens decoded in front of a continuation (see :class:`ContinuationDecoder`): enough for any tokenizer's
@@ -64,6 +64,35 @@ def encode_context(tokenizer: Any, model: Any, context: str, max_new_tokens: int
     return fit_context(ids, tokenizer, model, max_new_tokens)
 
 
+def fast_decoder(tokenizer: Any) -> Callable[[list[int]], str]:
+    """``tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)``, by the shortest way
+    that gives the same text.
+
+    For transformers' tokenizers backed by the Rust ``tokenizers`` library whose ``decode`` and ``_decode`` are the
+    library's own, that call is exactly the backend's ``decode(ids, skip_special_tokens=True)``: the rest is argument
+    conversion (``to_py_obj`` walks the id list) and a clean-up that ``False`` switches off. The trie sampler decodes
+    every open child it draws, about 400 per Provo context; on the H100 machine's host that conversion was more
+    than half of the decoding time (docs/word-sampling.md, "On a GPU"). Any other tokenizer keeps its own ``decode``.
+    """
+    backend = getattr(tokenizer, "_tokenizer", None)
+    try:
+        from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+        from transformers.tokenization_utils_tokenizers import TokenizersBackend
+    except ImportError:  # another transformers layout: the public call
+        backend = None
+    else:
+        kind = type(tokenizer)
+        if not (
+            isinstance(tokenizer, TokenizersBackend)
+            and kind.decode is PreTrainedTokenizerBase.decode
+            and kind._decode is TokenizersBackend._decode
+        ):
+            backend = None
+    if backend is not None and callable(getattr(backend, "decode", None)):
+        return lambda ids: str(backend.decode(ids, skip_special_tokens=True))
+    return lambda ids: str(tokenizer.decode(ids, **_DECODE_KWARGS))
+
+
 class ContinuationDecoder:
     """Decodes generated tokens as they read after a context.
 
@@ -76,18 +105,19 @@ class ContinuationDecoder:
 
     def __init__(self, tokenizer: Any, context_ids: Sequence[int]) -> None:
         self.tokenizer = tokenizer
+        self._decode = fast_decoder(tokenizer)
         self.tail = [int(t) for t in context_ids[-_DECODE_CONTEXT_TOKENS:]]
-        self.head = str(tokenizer.decode(self.tail, **_DECODE_KWARGS)) if self.tail else ""
+        self.head = self._decode(self.tail) if self.tail else ""
 
     def __call__(self, tokens: Sequence[int]) -> str:
         if not tokens:
             return ""
         if not self.tail:
-            return str(self.tokenizer.decode(list(tokens), **_DECODE_KWARGS))
-        full = str(self.tokenizer.decode(self.tail + list(tokens), **_DECODE_KWARGS))
+            return self._decode(list(tokens))
+        full = self._decode(self.tail + list(tokens))
         if full.startswith(self.head):
             return full[len(self.head) :]
-        return str(self.tokenizer.decode(list(tokens), **_DECODE_KWARGS))
+        return self._decode(list(tokens))
 
 
 def continuation_text(tokenizer: Any, context_ids: Sequence[int], tokens: Sequence[int]) -> str:
