@@ -213,6 +213,25 @@ def optional(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return check
 
 
+def or_auto(convert: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """``convert``, or the string ``auto`` (any case): a value the caller resolves later, e.g. per device.
+
+    >>> or_auto(positive_int)("AUTO"), or_auto(positive_int)("4")
+    ('auto', 4)
+    """
+
+    def check(value: Any) -> Any:
+        if isinstance(value, str) and value.strip().lower() == "auto":
+            return "auto"
+        try:
+            return convert(value)
+        except ValueError as exc:
+            raise ValueError(f"{exc} (or auto)") from None
+
+    check.type_name = f"{Option('', convert, None).type_name()} or auto"  # type: ignore[attr-defined]
+    return check
+
+
 def one_of(*choices: Any) -> Callable[[Any], Any]:
     """One of ``choices`` exactly.
 

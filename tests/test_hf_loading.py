@@ -334,8 +334,14 @@ def test_adapter_identity_holds_the_rows_per_pass_in_force() -> None:
         return HFAdapter.identity(ModelSpec(kind="hf", name="m", args=args, device="cpu", batch_size=batch_size))
 
     assert identity("auto") == {"contexts_per_pass": 64, "step_rows": AUTO_STEP_ROWS["cpu"]}
+    assert identity("auto", contexts_per_pass="AUTO") == {"contexts_per_pass": 64, "step_rows": AUTO_STEP_ROWS["cpu"]}
     assert identity("auto", max_batch="100") == {"contexts_per_pass": 64, "step_rows": 100}
     assert identity("32", contexts_per_pass="4") == {"contexts_per_pass": 4, "step_rows": 32}
+    # A GPU's auto block is wider (its passes are host-bound); a given number is kept on any device.
+    cuda = torch.device("cuda")
+    assert HFAdapter.contexts_per_pass({"contexts_per_pass": "auto"}, cuda) == 256
+    assert HFAdapter.contexts_per_pass({"contexts_per_pass": 16}, cuda) == 16
+    assert resolve_batch_size("auto", cuda, None, AUTO_STEP_ROWS) == 4096
 
 
 def test_adapter_options_are_declared_with_their_defaults() -> None:
@@ -347,7 +353,7 @@ def test_adapter_options_are_declared_with_their_defaults() -> None:
         "revision": None,
         "trust_remote_code": False,
         "max_batch": None,
-        "contexts_per_pass": 64,
+        "contexts_per_pass": "auto",
     }
     given = {
         "dtype": "BF16",

@@ -24,7 +24,7 @@ from transformers.utils import logging as transformers_logging
 
 from harness.errors import HarnessError
 from harness.models import ModelAdapter, ModelSpec
-from harness.options import Option, Options, boolean, optional, positive_int, text
+from harness.options import Option, Options, boolean, optional, or_auto, positive_int, text
 from harness.progress import progress_enabled
 from harness.requests import (
     GenerateRequest,
@@ -41,18 +41,24 @@ from harness.requests import (
     WordDistributionResponse,
 )
 from plugins.hf.generator import BatchGenerator
-from plugins.hf.load_options import AUTO_STEP_ROWS, DTYPE_NAMES, resolve_batch_size, resolve_device
+from plugins.hf.load_options import (
+    AUTO_CONTEXTS_PER_PASS,
+    AUTO_STEP_ROWS,
+    DTYPE_NAMES,
+    resolve_batch_size,
+    resolve_device,
+)
 from plugins.hf.loading import LoadedModel, load_hf_model
 from plugins.hf.query_scoring import QueryScorer
 from plugins.hf.token_level import TokenLevel
 from plugins.hf.word_distribution import ExactWordSearch
 from plugins.hf.word_sampler import TrieWordSampler
 
-#: Contexts whose trie levels share forward passes (``--model-args contexts_per_pass=N``); see ``sample_many``.
-#: Requests of one block share passes, so wider blocks make fuller passes out of the few rows each context's deep
-#: trie levels (or each prompt's last generation steps) hold: on 2 CPU cores 64 took 11% less time than 16 on the
-#: first 200 Provo contexts and 27% less on 64 ASSET prompts (``docs/word-sampling.md``, ``docs/generation.md``).
-DEFAULT_CONTEXTS_PER_PASS = 64
+#: Contexts whose trie levels share forward passes (``--model-args contexts_per_pass=N``) when none is given, per
+#: device type; see ``sample_many``. Requests of one block share passes, so wider blocks make fuller passes out of
+#: the few rows each context's deep trie levels (or each prompt's last generation steps) hold
+#: (:data:`plugins.hf.load_options.AUTO_CONTEXTS_PER_PASS` has the measurements).
+DEFAULT_CONTEXTS_PER_PASS = AUTO_CONTEXTS_PER_PASS["cpu"]
 
 
 def _dtype_name(value: Any) -> str:
@@ -92,9 +98,10 @@ class HFAdapter(ModelAdapter):
         ),
         Option(
             "contexts_per_pass",
-            positive_int,
-            DEFAULT_CONTEXTS_PER_PASS,
-            "sample_words contexts answered in lockstep (their trie levels share forward passes)",
+            or_auto(positive_int),
+            "auto",
+            "requests answered together (sample_words contexts share trie passes, prompts share generation steps); "
+            "auto: 64 on a CPU, 256 on a GPU",
         ),
     )
 
@@ -104,16 +111,20 @@ class HFAdapter(ModelAdapter):
         forward pass, so they change the last bits of sampled answers, and a store written under another default
         must not be resumed as if it were the same."""
         settings = cls.options.parse(spec.args, f"--model-args for {spec.label}")
-        step_rows = resolve_batch_size(
-            spec.batch_size, resolve_device(spec.device), settings["max_batch"], AUTO_STEP_ROWS
-        )
-        return {"contexts_per_pass": settings["contexts_per_pass"], "step_rows": step_rows}
+        device = resolve_device(spec.device)
+        step_rows = resolve_batch_size(spec.batch_size, device, settings["max_batch"], AUTO_STEP_ROWS)
+        return {"contexts_per_pass": cls.contexts_per_pass(settings, device), "step_rows": step_rows}
+
+    @staticmethod
+    def contexts_per_pass(settings: dict[str, Any], device: torch.device) -> int:
+        """The block size in force: the one given, or the device type's ``auto``."""
+        return resolve_batch_size(settings["contexts_per_pass"], device, None, AUTO_CONTEXTS_PER_PASS)
 
     def __init__(self, spec: ModelSpec) -> None:
         super().__init__(spec)
         # Checked before the (long) load: a typo is reported at once, by name, with the accepted list.
         self.settings = self.options.parse(spec.args, f"--model-args for {spec.label}")
-        self.group_size: int = self.settings["contexts_per_pass"]
+        self.group_size: int = self.contexts_per_pass(self.settings, resolve_device(spec.device))
         if not progress_enabled():
             transformers_logging.disable_progress_bar()
         self._loaded: LoadedModel | None = load_hf_model(

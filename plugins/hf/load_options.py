@@ -22,7 +22,18 @@ AUTO_BATCH_SIZE: dict[str, int] = {"cpu": 512, "cuda": 1024}
 #: partly filled pass) is worth spreading wider than the full sequences the query scorer batches: on the first 64
 #: Provo contexts in float32, 1,024 rows answered in 55.8 and 55.0 s against 63.9 and 58.8 s at 512, the same counts
 #: (``docs/word-sampling.md``, "Wider passes").
-AUTO_STEP_ROWS: dict[str, int] = {"cpu": 1024, "cuda": 1024}
+#: On a GPU the pass is host-bound (each pass costs the launches of every layer's kernels, whatever its width), so
+#: wider passes and wider blocks (:data:`AUTO_CONTEXTS_PER_PASS`) mean fewer passes: on an H100 in bf16, the first
+#: 512 Provo contexts took 31.5 s in blocks of 64 contexts and 1,024 rows, 21.1 s in 256 and 4,096, 20.5 s in 512
+#: and 8,192 (``benchmarks/gpu_suite.sh``, docs/word-sampling.md). 4,096 holds the next-token probabilities of a
+#: 128k-token vocabulary in 2 GB; 8,192 gained 3% for twice that.
+AUTO_STEP_ROWS: dict[str, int] = {"cpu": 1024, "cuda": 4096}
+
+#: Requests answered together (``--model-args contexts_per_pass``) under ``auto``, per device type: every trie level
+#: of a block, however narrow, is a pass of its own, so on a host-bound GPU a wider block shares each deep level's
+#: pass among more contexts (the measurement is at :data:`AUTO_STEP_ROWS`). On 2 CPU cores 64 took 11% less time
+#: than 16 on the first 200 Provo contexts and 27% less on 64 ASSET prompts.
+AUTO_CONTEXTS_PER_PASS: dict[str, int] = {"cpu": 64, "cuda": 256}
 
 _DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
