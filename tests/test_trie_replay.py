@@ -59,3 +59,12 @@ def test_the_trace_records_every_pass_and_the_replay_runs_the_same_rows_on_anoth
     with torch.inference_mode():
         replay_group(other, group, other.model.config.vocab_size, np.random.default_rng(0))
     assert sum(replayed) == sum(rows)
+
+
+def test_rows_by_chunk_groups_parent_rows_in_chunk_order() -> None:
+    from plugins.hf.trie_cache import rows_by_chunk
+
+    # Chunks start at rows 0, 4 and 9; chunk 1 has no row here.
+    assert rows_by_chunk([0, 3, 3, 9, 12], [0, 4, 9]) == [(0, [0, 3, 3]), (2, [0, 3])]
+    assert rows_by_chunk([5, 6], [0, 4, 9]) == [(1, [1, 2])]
+    assert rows_by_chunk([], [0]) == []

@@ -123,12 +123,15 @@ def _search_padded(probs: torch.Tensor, uniforms: Sequence[np.ndarray]) -> tuple
     if len(uniforms) != probs.shape[0]:
         raise ValueError(f"{len(uniforms)} rows of uniforms for {probs.shape[0]} rows of probabilities")
     blocked = _Blocked(probs)
-    width = max((len(u) for u in uniforms), default=0)
+    lengths = np.fromiter((len(u) for u in uniforms), dtype=np.int64, count=len(uniforms))
+    width = int(lengths.max(initial=0))
     padded = np.zeros((len(uniforms), width))
     valid = np.zeros((len(uniforms), width), dtype=bool)
-    for row, values in enumerate(uniforms):
-        padded[row, : len(values)] = values
-        valid[row, : len(values)] = True
+    if width:  # every row's uniforms put in place at once (a loop over 8,192 rows cost milliseconds per pass)
+        row = np.repeat(np.arange(len(uniforms)), lengths)
+        col = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        padded[row, col] = np.concatenate(uniforms)
+        valid[row, col] = True
     device = probs.device
     on_device = torch.from_numpy(valid).to(device)
     if width == 0:

@@ -7,6 +7,7 @@ style reordering, several chunk caches concatenated), and the sampler's module h
 from __future__ import annotations
 
 import copy
+from bisect import bisect_right
 from typing import Any
 
 import torch
@@ -28,6 +29,19 @@ def cache_bytes(cache: Any) -> int:
             if isinstance(tensor, torch.Tensor):
                 total += tensor.nelement() * tensor.element_size()
     return total
+
+
+def rows_by_chunk(parent_rows: list[int], chunk_starts: list[int]) -> list[tuple[int, list[int]]]:
+    """``(chunk, rows within that chunk)`` for parent rows of a level cut into chunks starting at ``chunk_starts``
+    (ascending): chunks in ascending order, each chunk's rows in the order given, chunks with no row left out.
+
+    One pass with a binary search per row: testing every row against every chunk cost a wide block's level (a dozen
+    chunks and 8,192 rows per pass) a second of Python per level on the H100 machine's host."""
+    grouped: dict[int, list[int]] = {}
+    for row in parent_rows:
+        k = bisect_right(chunk_starts, row) - 1
+        grouped.setdefault(k, []).append(row - chunk_starts[k])
+    return sorted(grouped.items())
 
 
 def mergeable(cache: Any) -> bool:

@@ -43,7 +43,7 @@ from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cac
 from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
-from plugins.hf.trie_cache import cache_bytes, gather_rows, mergeable
+from plugins.hf.trie_cache import cache_bytes, gather_rows, mergeable, rows_by_chunk
 from plugins.hf.word_boundaries import space_initial_mask, word_on_space
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
@@ -229,11 +229,10 @@ class TrieWordSampler:
         ``batch_size`` rows; yields each pass with its probabilities, to be drawn from before the next pass."""
         can_merge = chunks[0].cache is None or mergeable(chunks[0].cache)
         for start, end in self._level_slices(nodes, chunks, can_merge, self._rows_per_pass(row_bytes)):
-            parts: list[tuple[Any, torch.Tensor]] = []
-            for chunk in chunks:
-                rows = [n.parent_row - chunk.start for n in nodes[start:end] if chunk.start <= n.parent_row < chunk.end]
-                if rows:
-                    parts.append((chunk.cache, torch.tensor(rows, dtype=torch.long, device=self.device)))
+            parts = [
+                (chunks[k].cache, torch.tensor(rows, dtype=torch.long, device=self.device))
+                for k, rows in rows_by_chunk([n.parent_row for n in nodes[start:end]], [c.start for c in chunks])
+            ]
             input_ids = torch.tensor([[n.tokens[-1]] for n in nodes[start:end]], dtype=torch.long, device=self.device)
             kwargs: dict[str, Any] = {}
             if prefixes is None:
@@ -269,7 +268,12 @@ class TrieWordSampler:
         whose word is decided, and return the open ones. Each request's stream is consumed row by row, in row
         order, as if its rows were drawn alone."""
         rows = range(start, end)
-        uniforms = [tallies.rngs[parents[row].req].random(parents[row].count) for row in rows]
+        # One call per request's run of rows: a generator's stream split into the rows' counts is the same numbers
+        # as one call per row.
+        uniforms: list[np.ndarray] = []
+        for req, first, last in _segments(parents[start:end]):
+            counts = [parents[start + k].count for k in range(first, last)]
+            uniforms.extend(np.split(tallies.rngs[req].random(sum(counts)), np.cumsum(counts)[:-1]))
         words = [self._word_on_space(parents[row], tallies) for row in rows]
         if any(word is not None for word in words):
             row_mask = torch.tensor([word is not None for word in words], device=probs.device)
