@@ -64,33 +64,48 @@ def encode_context(tokenizer: Any, model: Any, context: str, max_new_tokens: int
     return fit_context(ids, tokenizer, model, max_new_tokens)
 
 
-def fast_decoder(tokenizer: Any) -> Callable[[list[int]], str]:
-    """``tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)``, by the shortest way
-    that gives the same text.
+def _rust_backend(tokenizer: Any) -> Any | None:
+    """The ``tokenizers.Tokenizer`` whose ``decode`` is exactly ``tokenizer.decode`` with :data:`_DECODE_KWARGS`,
+    or None.
 
     For transformers' tokenizers backed by the Rust ``tokenizers`` library whose ``decode`` and ``_decode`` are the
-    library's own, that call is exactly the backend's ``decode(ids, skip_special_tokens=True)``: the rest is argument
-    conversion (``to_py_obj`` walks the id list) and a clean-up that ``False`` switches off. The trie sampler decodes
-    every open child it draws, about 400 per Provo context; on the H100 machine's host that conversion was more
-    than half of the decoding time (docs/word-sampling.md, "On a GPU"). Any other tokenizer keeps its own ``decode``.
-    """
+    library's own, the call is the backend's ``decode(ids, skip_special_tokens=True)``: the rest is argument
+    conversion (``to_py_obj`` walks the id list) and a clean-up that ``clean_up_tokenization_spaces=False`` switches
+    off. The trie sampler decodes every open child it draws, about 400 per Provo context; on the H100 machine's host
+    that conversion was more than half of the decoding time (docs/word-sampling.md, "On a GPU")."""
     backend = getattr(tokenizer, "_tokenizer", None)
     try:
         from transformers.tokenization_utils_base import PreTrainedTokenizerBase
         from transformers.tokenization_utils_tokenizers import TokenizersBackend
     except ImportError:  # another transformers layout: the public call
-        backend = None
-    else:
-        kind = type(tokenizer)
-        if not (
-            isinstance(tokenizer, TokenizersBackend)
-            and kind.decode is PreTrainedTokenizerBase.decode
-            and kind._decode is TokenizersBackend._decode
-        ):
-            backend = None
-    if backend is not None and callable(getattr(backend, "decode", None)):
+        return None
+    kind = type(tokenizer)
+    if (
+        isinstance(tokenizer, TokenizersBackend)
+        and kind.decode is PreTrainedTokenizerBase.decode
+        and kind._decode is TokenizersBackend._decode
+        and callable(getattr(backend, "decode", None))
+        and callable(getattr(backend, "decode_batch", None))
+    ):
+        return backend
+    return None
+
+
+def fast_decoder(tokenizer: Any) -> Callable[[list[int]], str]:
+    """``tokenizer.decode(ids, skip_special_tokens=True, clean_up_tokenization_spaces=False)``, by the shortest way
+    that gives the same text (:func:`_rust_backend`); any other tokenizer keeps its own ``decode``."""
+    backend = _rust_backend(tokenizer)
+    if backend is not None:
         return lambda ids: str(backend.decode(ids, skip_special_tokens=True))
     return lambda ids: str(tokenizer.decode(ids, **_DECODE_KWARGS))
+
+
+def decode_many(tokenizer: Any, rows: list[list[int]]) -> list[str]:
+    """:func:`fast_decoder` of every row, in one call to the Rust library where it applies."""
+    backend = _rust_backend(tokenizer)
+    if backend is not None:
+        return [str(text) for text in backend.decode_batch(rows, skip_special_tokens=True)]
+    return [str(tokenizer.decode(row, **_DECODE_KWARGS)) for row in rows]
 
 
 class ContinuationDecoder:

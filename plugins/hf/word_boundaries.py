@@ -21,13 +21,13 @@ marked only when two different texts before it decode to themselves followed by 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from harness.text import word_a_space_closes
-
-_DECODE_KWARGS: dict[str, Any] = {"skip_special_tokens": True, "clean_up_tokenization_spaces": False}
+from plugins.hf.tokens import decode_many, fast_decoder
 
 #: Texts put in front of every token to read how it decodes after other text: two, so that a tokenizer whose pieces
 #: depend on what precedes them is caught (a token is marked only if both agree).
@@ -37,13 +37,6 @@ _ANCHOR_TEXTS = ("a", "x.")
 def _anchor_id(tokenizer: Any, text: str) -> int | None:
     ids = [int(t) for t in tokenizer(text)["input_ids"]]
     return ids[-1] if ids else None
-
-
-def _decode_all(tokenizer: Any, rows: list[list[int]]) -> list[str]:
-    batch = getattr(tokenizer, "batch_decode", None)
-    if callable(batch):
-        return [str(t) for t in batch(rows, **_DECODE_KWARGS)]
-    return [str(tokenizer.decode(row, **_DECODE_KWARGS)) for row in rows]
 
 
 def space_initial_mask(tokenizer: Any, vocab_size: int, device: torch.device) -> torch.Tensor:
@@ -57,19 +50,20 @@ def space_initial_mask(tokenizer: Any, vocab_size: int, device: torch.device) ->
         anchor = _anchor_id(tokenizer, text)
         if anchor is None:
             return torch.zeros(vocab_size, dtype=torch.bool, device=device)
-        head = str(tokenizer.decode([anchor], **_DECODE_KWARGS))
+        decode = fast_decoder(tokenizer)
+        head = decode([anchor])
         try:
-            texts = _decode_all(tokenizer, [[anchor, token] for token in range(vocab_size)])
+            texts = decode_many(tokenizer, [[anchor, token] for token in range(vocab_size)])
         except Exception:  # a tokenizer that refuses some ids: decide token by token
-            texts = [_decode_or_empty(tokenizer, [anchor, token]) for token in range(vocab_size)]
+            texts = [_decode_or_empty(decode, [anchor, token]) for token in range(vocab_size)]
         starts = [t.startswith(head) and t[len(head) : len(head) + 1] == " " for t in texts]
         marked &= torch.tensor(starts, dtype=torch.bool)
     return marked.to(device)
 
 
-def _decode_or_empty(tokenizer: Any, ids: list[int]) -> str:
+def _decode_or_empty(decode: Callable[[list[int]], str], ids: list[int]) -> str:
     try:
-        return str(tokenizer.decode(ids, **_DECODE_KWARGS))
+        return decode(ids)
     except Exception:
         return ""
 

@@ -1,0 +1,112 @@
+"""Where a trie sampler run's time goes between the model and the host: the model's passes, the draws, and the
+host's handling of the drawn children (decoding, word decisions, the next level's bookkeeping: everything else).
+
+On a GPU the passes are fast and the host's work per drawn child is what is left, so this is the number to watch
+there; on a CPU it is a few percent of a run. It answers the first Provo contexts (as ``harness run`` does: exact
+mode, n = 1,000, in blocks of ``--contexts-per-pass``) with the sampler's methods wrapped by timers, and prints the
+seconds of each part, the open children (trie nodes run through the model) and the host's microseconds per open
+child. ``--no-fold`` decodes every drawn child on the host, as before bulk counting (``plugins/hf/word_boundaries``).
+
+    .venv/bin/python benchmarks/bench_trie_host.py --data-dir ../shared/data --limit 64
+    .venv/bin/python benchmarks/bench_trie_host.py --data-dir ../shared/data --limit 64 --no-fold
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from harness.requests import SampleWordsRequest  # noqa: E402
+from plugins.hf import word_sampler  # noqa: E402
+from plugins.hf.loading import load_hf_model  # noqa: E402
+
+
+def _timed(owner: Any, name: str, key: str, seconds: Counter[str], sync: Callable[[], None]) -> None:
+    original = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            sync()
+            seconds[key] += time.perf_counter() - started
+
+    setattr(owner, name, wrapper)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data-dir", type=Path, default=None, help="folder holding provo/ (default $HARNESS_DATA_DIR)")
+    parser.add_argument("--limit", type=int, default=64, help="first N Provo contexts (default 64)")
+    parser.add_argument("--contexts-per-pass", type=int, default=64)
+    parser.add_argument("--batch-size", type=int, default=1024, help="rows per pass (default 1024)")
+    parser.add_argument("--model", default="smollm2-135m")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--no-fold", action="store_true", help="decode every drawn child on the host")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args(argv)
+
+    import os
+
+    root = args.data_dir or Path(os.environ.get("HARNESS_DATA_DIR", ""))
+    positions = [json.loads(line) for line in (root / "provo" / "provo_positions.jsonl").open()][: args.limit]
+    loaded = load_hf_model(args.model, device=args.device, dtype=args.dtype)
+    device = loaded.device
+
+    def sync() -> None:
+        if device.type == "cuda":
+            torch.cuda.synchronize()
+
+    seconds: Counter[str] = Counter()
+    cls = word_sampler.TrieWordSampler
+    _timed(cls, "_step", "model passes", seconds, sync)
+    _timed(cls, "_encode_contexts", "context passes", seconds, sync)
+    _timed(word_sampler, "draw_counts", "draws", seconds, sync)
+    # (Tolerant of older code, which had neither, so the same script measures a commit before bulk counting.)
+    if hasattr(word_sampler, "draw_counts_folded"):
+        _timed(word_sampler, "draw_counts_folded", "draws", seconds, sync)
+        _timed(cls, "_space_mask", "space mask (once)", seconds, sync)
+    fold = {"fold_word_ends": not args.no_fold} if hasattr(word_sampler, "draw_counts_folded") else {}
+    sampler = cls(loaded.model, loaded.tokenizer, batch_size=args.batch_size, device=device, **fold)
+    requests = [
+        SampleWordsRequest(context=p["context"], n=1000, seed=k, mode="exact", max_new_tokens=32)
+        for k, p in enumerate(positions)
+    ]
+    evaluated = 0
+    started = time.perf_counter()
+    for first in range(0, len(requests), args.contexts_per_pass):
+        for response in sampler.sample_many(requests[first : first + args.contexts_per_pass]):
+            evaluated += response.tokens_evaluated
+    sync()
+    total = time.perf_counter() - started
+    host = total - sum(seconds.values())
+    contexts_tokens = sum(len(loaded.tokenizer(r.context)["input_ids"]) for r in requests)
+    open_children = evaluated - contexts_tokens
+    result = {
+        "model": args.model, "device": str(device), "dtype": args.dtype, "contexts": len(requests),
+        "fold": bool(fold.get("fold_word_ends")), "total_s": round(total, 2),
+        **{k: round(v, 3) for k, v in seconds.items()}, "host_s": round(host, 3), "open_children": open_children,
+        "host_us_per_open_child": round(host * 1e6 / max(1, open_children), 1),
+    }  # fmt: skip
+    print(json.dumps(result))
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
