@@ -17,7 +17,7 @@ import argparse
 import json
 import sys
 import time
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from plugins.hf import word_sampler  # noqa: E402
 from plugins.hf.loading import load_hf_model  # noqa: E402
 
 
-def _timed(owner: Any, name: str, key: str, seconds: Counter[str], sync: Callable[[], None]) -> None:
+def _timed(owner: Any, name: str, key: str, seconds: dict[str, float], sync: Callable[[], None]) -> None:
     original = getattr(owner, name)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         if device.type == "cuda":
             torch.cuda.synchronize()
 
-    seconds: Counter[str] = Counter()
+    seconds: dict[str, float] = defaultdict(float)
     cls = word_sampler.TrieWordSampler
     _timed(cls, "_step", "model passes", seconds, sync)
     _timed(cls, "_encode_contexts", "context passes", seconds, sync)
