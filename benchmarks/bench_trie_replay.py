@@ -20,11 +20,15 @@ time over the floor, and the full Provo time projected over the 1,056,571 positi
     .venv/bin/python benchmarks/bench_trie_replay.py replay runs/trie_trace.json --size 135m --families llama,gpt2
     .venv/bin/python benchmarks/bench_trie_replay.py replay runs/trie_trace.json --size 1b --device cuda \\
         --dtype bfloat16
+    # 3. the operations (kernel launches on a GPU) per pass of each layout of the trie attention, on a CPU
+    .venv/bin/python benchmarks/bench_trie_replay.py replay runs/trie_trace.json --families llama --groups 1 \\
+        --count-ops --prefix-layout rows
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 import tempfile
@@ -34,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
@@ -57,7 +62,8 @@ def record(args: argparse.Namespace) -> int:
 
     traces: list[dict[str, Any]] = []
     TrieWordSampler.trace = traces
-    spec = ModelSpec("hf", args.model, device=args.device)
+    model_args = {"contexts_per_pass": str(args.contexts_per_pass)} if args.contexts_per_pass else {}
+    spec = ModelSpec("hf", args.model, args=model_args, device=args.device)
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         run(RunOptions(tasks=["provo"], model=spec, limit=args.limit, output_dir=Path(tmp), data_dir=args.data_dir))
@@ -107,6 +113,45 @@ def matmul_rate(device: torch.device, dtype: torch.dtype, size: int = 2048) -> f
         _sync(device)
         best = min(best, time.perf_counter() - t0)
     return size**3 / best
+
+
+#: Operations that only make a view or an empty tensor: no kernel runs for them on a GPU.
+_NO_KERNEL = frozenset(
+    {
+        *("view", "_unsafe_view", "_reshape_alias", "permute", "transpose", "t", "expand", "slice", "select"),
+        *("unsqueeze", "squeeze", "alias", "detach", "as_strided", "split", "split_with_sizes", "unbind"),
+        *("lift_fresh", "empty", "empty_like", "new_empty", "empty_strided", "_local_scalar_dense", "is_same_size"),
+        *("sym_size", "sym_stride", "sym_numel"),
+    }
+)
+
+
+class OpCounter(TorchDispatchMode):
+    """Counts the operations that reach a kernel (views and empty allocations left out): on a GPU each is a kernel
+    launch, which is what a pass of a small model costs there (docs/word-sampling.md, "Where a GPU run's time
+    goes"). Counted on a CPU, the number is the same as on a GPU for the same code path."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops = 0
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        if func.overloadpacket.__name__ not in _NO_KERNEL:
+            self.ops += 1
+        return func(*args, **(kwargs or {}))
+
+
+def _count_passes(sampler: Any) -> list[int]:
+    """A one-element counter of the level passes ``sampler`` runs from now on (its ``_step`` calls)."""
+    count = [0]
+    step = sampler._step
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        count[0] += 1
+        return step(*args, **kwargs)
+
+    sampler._step = counted
+    return count
 
 
 def _sync(device: torch.device) -> None:
@@ -166,7 +211,9 @@ def replay(args: argparse.Namespace) -> int:
         try:
             with device:
                 model = AutoModelForCausalLM.from_config(config_for(family, args.size), dtype=dtype).eval()
-            sampler = TrieWordSampler(model, _NoTokenizer(), batch_size=args.batch_size, device=device)
+            sampler = TrieWordSampler(
+                model, _NoTokenizer(), batch_size=args.batch_size, device=device, prefix_layout=args.prefix_layout
+            )
         except Exception as exc:  # a family this transformers cannot build: reported, the others still run
             rows.append({"family": family, "error": f"{type(exc).__name__}: {exc}"[:200]})
             print(json.dumps(rows[-1]), flush=True)
@@ -176,10 +223,13 @@ def replay(args: argparse.Namespace) -> int:
             # Warm-up (kernels, allocator, the first pass's one-off costs): the first group's contexts and first level.
             replay_group(sampler, {**groups[0], "levels": groups[0]["levels"][:1]}, vocab, np.random.default_rng(1))
             _sync(device)
+            counter = OpCounter() if args.count_ops else None
+            passes = _count_passes(sampler)
             started = time.perf_counter()
-            for k, group in enumerate(groups):
-                replay_group(sampler, group, vocab, np.random.default_rng(k))
-            _sync(device)
+            with counter if counter is not None else contextlib.nullcontext():
+                for k, group in enumerate(groups):
+                    replay_group(sampler, group, vocab, np.random.default_rng(k))
+                _sync(device)
             seconds = time.perf_counter() - started
         positions = sum(_positions(g) for g in groups)
         floor = sum(_multiply_adds(model, g) for g in groups) / rate
@@ -188,6 +238,9 @@ def replay(args: argparse.Namespace) -> int:
             "size": args.size,
             "params_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
             "fast_path": sampler.shared_prefix,
+            "prefix_layout": sampler.prefix_layout,
+            "passes": passes[0],
+            **({"ops_per_pass": round(counter.ops / max(1, passes[0]))} if counter is not None else {}),
             "positions": positions,
             "seconds": round(seconds, 2),
             "us_per_position": round(seconds * 1e6 / positions, 1),
@@ -200,13 +253,14 @@ def replay(args: argparse.Namespace) -> int:
         del model, sampler
         if device.type == "cuda":
             torch.cuda.empty_cache()
-    print(f"\n{'family':<12} {'params':>8} {'fast':>5} {'us/position':>12} {'x floor':>8} {'full Provo':>11}")
+    print(f"\n{'family':<12} {'params':>8} {'fast':>5} {'us/position':>12} {'x floor':>8} {'full Provo':>11} ops/pass")
     for r in rows:
         if "error" in r:
             print(f"{r['family']:<12} {r['error']}")
             continue
         print(f"{r['family']:<12} {r['params_m']:>7}M {'yes' if r['fast_path'] else 'no':>5} "
-              f"{r['us_per_position']:>12} {r['over_floor']:>8} {r['projected_full_provo_s']:>10}s")  # fmt: skip
+              f"{r['us_per_position']:>12} {r['over_floor']:>8} {r['projected_full_provo_s']:>10}s "
+              f"{r.get('ops_per_pass', '-')}")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "rows": rows}, indent=1))
     return 0
@@ -221,6 +275,7 @@ def main() -> int:
     rec.add_argument("--device", default="cpu")
     rec.add_argument("--data-dir", default=None)
     rec.add_argument("--out", type=Path, default=Path("runs/trie_trace.json"))
+    rec.add_argument("--contexts-per-pass", type=int, default=None, help="block size (default: the device's auto)")
     rep = sub.add_parser("replay", help="replay a recorded trace through models built from configs")
     rep.add_argument("trace", type=Path)
     rep.add_argument("--size", choices=sorted(SIZES), default="135m")
@@ -229,6 +284,17 @@ def main() -> int:
     rep.add_argument("--batch-size", type=int, default=None, help="rows per pass (default: the adapter's auto)")
     rep.add_argument("--device", default="cpu")
     rep.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
+    rep.add_argument(
+        "--prefix-layout",
+        choices=("auto", "runs", "rows"),
+        default="auto",
+        help="the trie attention's layout (auto: runs on a CPU, rows on a GPU)",
+    )
+    rep.add_argument(
+        "--count-ops",
+        action="store_true",
+        help="also count the operations each pass dispatches (each a kernel launch on a GPU; slower)",
+    )
     rep.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     if args.command == "record":

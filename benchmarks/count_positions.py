@@ -4,7 +4,7 @@ A response's ``tokens_evaluated`` counts its context's tokens plus its trie node
 context in full. The sampler reads a context whose tokens begin a longer context of the same block off that
 context's pass, so the model ran fewer context positions than that. This script re-forms the run's blocks (blocks of
 ``contexts_per_pass`` in instance order, as the runner cuts them) and applies the sampler's own rule
-(``plugins.hf.word_sampler._carriers``) to count the passes and tokens that encoded the contexts. The result is the
+(``plugins.hf.trie_cache.carriers``) to count the passes and tokens that encoded the contexts. The result is the
 ``--positions`` to give ``benchmarks/bench_matmul.py`` for the floor of that run.
 
 Example (what ``docs/word-sampling.md`` reports)::
@@ -25,7 +25,7 @@ if str(REPO) not in sys.path:
 
 from plugins.hf.loading import load_hf_model  # noqa: E402
 from plugins.hf.tokens import encode_context  # noqa: E402
-from plugins.hf.word_sampler import _carriers  # noqa: E402
+from plugins.hf.trie_cache import carriers  # noqa: E402
 
 
 def main() -> None:
@@ -49,7 +49,7 @@ def main() -> None:
     passes = carried = 0
     for start in range(0, len(contexts), size):
         block = contexts[start : start + size]
-        for carrier, _ in _carriers(block):
+        for carrier, _ in carriers(block):
             passes += 1
             carried += len(block[carrier])
     print(f"{len(records)} contexts, blocks of {size}")

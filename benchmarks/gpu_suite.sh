@@ -14,15 +14,20 @@
 #   1. the device, and torch/transformers versions;
 #   2. provo, first 200 contexts, n = 1000, bfloat16 on CUDA (runs/gpu-bf16): tested afterwards against the CPU's
 #      float32 runs with benchmarks/validate_bf16.py --compare;
-#   3. the full provo task in bfloat16 on CUDA (runs/gpu-bf16-full), timed; it leaves SUITE_RESERVE seconds (default
-#      360) for the steps after it;
-#   4. the statistical tests of the sampler and the generator against plain generate, on CUDA (pytest);
-#   5. the trie replay: the first contexts' tries recorded with the model, replayed through 1B-class models of every
-#      family served and 8B-class llama and qwen2 (benchmarks/bench_trie_replay.py);
-#   6. bench_generate (batched against per-prompt generate, both on the same first 64 ASSET inputs);
-#   7. provo, first 200 contexts, float32 on CUDA (runs/gpu-fp32), then the full task in float32 (runs/gpu-fp32-full);
-#   8. bench_word_sampler (trie against generate and vLLM);
-#   9. CUDA against CPU in float32 on the same contexts (benchmarks/check_cuda_matches_cpu.py).
+#   3. the block shape: the first SWEEP_LIMIT (512) contexts in blocks of 64 x 1,024, 256 x 4,096 and 512 x 8,192
+#      (contexts per pass x rows per pass; SUITE_SWEEP="CxR ..." picks others), runs/sweep-CxR;
+#   4. the full provo task in bfloat16 on CUDA (runs/gpu-bf16-full) in the fastest shape, timed; it leaves
+#      SUITE_RESERVE seconds (default 360) for the steps after it; then a cProfile of the host's Python over
+#      SWEEP_LIMIT contexts (profile.txt);
+#   5. the statistical tests of the sampler and the generator against plain generate, on CUDA (pytest), and the
+#      bulk counting of decided children against decoding every child;
+#   6. the trie replay: the first contexts' tries recorded with the model, replayed at SmolLM2's shape in both layouts
+#      of the trie attention (runs of contexts, a CPU's; all rows at once, a GPU's), then through 1B-class models of
+#      every family served and 8B-class llama and qwen2 (benchmarks/bench_trie_replay.py);
+#   7. bench_generate (batched against per-prompt generate, both on the same first 64 ASSET inputs);
+#   8. provo, first 200 contexts, float32 on CUDA (runs/gpu-fp32), then the full task in float32 (runs/gpu-fp32-full);
+#   9. bench_word_sampler (trie against generate and vLLM, on the same 32 contexts, also answered together);
+#  10. CUDA against CPU in float32 on the same contexts (benchmarks/check_cuda_matches_cpu.py).
 set -u
 out=${1:?usage: gpu_suite.sh OUT_DIR [MODEL] [SECONDS]}
 model=${2:-smollm2-135m}
@@ -105,6 +110,13 @@ stat="(plain_generate or determinism or exact_distribution_on_smollm2 or groupin
 # served (random weights; docs/word-sampling.md, "Any family, any size: replaying a recorded trie").
 step trie-record $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/bench_trie_replay.py record --model "$model" \
   --device "$device" --limit "$limit" --out "$out/trie_trace.json"
+# The trie attention's two layouts on the recorded trie at SmolLM2's shape: runs of contexts (a CPU's) against all
+# rows at once (a GPU's default), with the operations each pass dispatches (kernel launches).
+for layout in runs rows; do
+  step "trie-layout-$layout" $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
+    --size 135m --families llama --groups 2 --device "$device" --dtype bfloat16 --prefix-layout "$layout" \
+    --json "$out/trie_layout_$layout.json"
+done
 step trie-replay-1b $(( $(left) < 180 ? $(left) : 180 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
   --size 1b --groups 2 --device "$device" --dtype bfloat16 --json "$out/trie_replay_1b.json"
 step trie-replay-8b $(( $(left) < 120 ? $(left) : 120 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \

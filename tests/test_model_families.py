@@ -17,6 +17,7 @@ import torch
 from harness.requests import GenerateRequest, SampleWordsRequest
 from harness.stats import homogeneity_pvalue
 from plugins.hf import prefix_attention as pa
+from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix
 from tests.test_word_sampler import EOS, VOCAB, ByteTokenizer
 
 _SMALL = {"vocab_size": VOCAB, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2}
@@ -59,8 +60,9 @@ def test_every_supported_family_is_tested() -> None:
 
 @pytest.mark.parametrize("model_type", sorted(CONFIGS))
 def test_both_prefix_layouts_give_the_plain_logits(model_type: str) -> None:
-    """Two contexts of different lengths, several rows each, three tokens past the context: the trie sampler's layout
-    (segments) and the generator's (padded prompts) against one plain forward pass over each full sequence."""
+    """Two contexts of different lengths, several rows each, three tokens past the context: the trie sampler's layouts
+    (runs of segments on a CPU, all rows at once on a GPU) and the generator's (padded prompts) against one plain
+    forward pass over each full sequence."""
     from transformers import DynamicCache
 
     model = tiny(model_type)
@@ -81,7 +83,12 @@ def test_both_prefix_layouts_give_the_plain_logits(model_type: str) -> None:
             prefixes.append(pa.SharedPrefix.from_cache(out.past_key_values))
         segments = [(0, 0, rows[0]), (1, rows[0], rows[0] + rows[1])]
         which = [0] * rows[0] + [1] * rows[1]
-        for layout in (pa.PrefixBatch(prefixes, segments), pa.PassPrefix(pa.GroupPrefix(prefixes), which)):
+        layouts = (
+            pa.PrefixBatch(prefixes, segments),
+            pa.PassPrefix(pa.GroupPrefix(prefixes), which),
+            RowPrefix(PaddedCarriers(prefixes), which),
+        )
+        for layout in layouts:
             cache = DynamicCache(config=model.config)
             for step in range(3):
                 ids = torch.tensor([[int(suffixes[c][step])] for c in which])

@@ -23,7 +23,7 @@ from transformers import GenerationConfig, LlamaConfig
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.stats import homogeneity_pvalue
 from harness.text import PAPER_FAILURE, decide_word, first_complete_word, paper_first_word
-from plugins.hf import word_sampler
+from plugins.hf import trie_cache, word_sampler
 from plugins.hf.tokens import continuation_text, encode_context, eos_token_ids
 from plugins.hf.word_sampler import TrieWordSampler, sample_words
 from tests.helpers import tiny_llama
@@ -638,7 +638,7 @@ def test_next_token_head_refuses_heads_it_cannot_reproduce() -> None:
 
 
 def test_carriers_put_each_context_on_the_longest_context_it_begins() -> None:
-    carriers = word_sampler._carriers
+    carriers = trie_cache.carriers
     assert carriers([[1, 2], [1, 2, 3], [1], [4, 5], [1, 2, 3]]) == [(1, [1, 4, 0, 2]), (3, [3])]
     assert carriers([[7]]) == [(0, [0])]
     # A context is not carried by one that merely shares its start.

@@ -266,6 +266,7 @@ class HFAdapter(ModelAdapter):
             "step_rows": loaded.step_rows,
             "contexts_per_pass": self.group_size,
             "shared_prefix_attention": bool(self._sampler is not None and self._sampler.shared_prefix),
+            "prefix_layout": self._sampler.prefix_layout if self._sampler is not None else None,
             "generation": self._generator.mode if self._generator is not None else None,
             "parameters": sum(p.numel() for p in loaded.model.parameters()),
             "transformers_version": transformers.__version__,

@@ -1,4 +1,5 @@
-"""The trie samplers' key/value caches: gathering the parent rows a trie level continues, and measuring a cache.
+"""The trie samplers' key/value caches and how a group's rows share them: which context's pass serves which
+context, runs of rows of one request, gathering the parent rows a trie level continues, and measuring a cache.
 
 Why apart from the samplers: the word sampler and the exact word search gather rows the same way (beam-search
 style reordering, several chunk caches concatenated), and the sampler's module has its algorithm to hold.
@@ -42,6 +43,30 @@ def rows_by_chunk(parent_rows: list[int], chunk_starts: list[int]) -> list[tuple
         k = bisect_right(chunk_starts, row) - 1
         grouped.setdefault(k, []).append(row - chunk_starts[k])
     return sorted(grouped.items())
+
+
+def carriers(contexts: list[list[int]]) -> list[tuple[int, list[int]]]:
+    """Which context's forward pass serves which contexts: each context goes to the first of the longest contexts
+    of the group that begin with its tokens (itself when there is none). Longest first, so a context that could
+    serve another is always placed before it."""
+    served: dict[int, list[int]] = {}
+    for i in sorted(range(len(contexts)), key=lambda k: (-len(contexts[k]), k)):
+        ids = contexts[i]
+        carrier = next((c for c in served if contexts[c][: len(ids)] == ids), i)
+        served.setdefault(carrier, []).append(i)
+    return list(served.items())
+
+
+def request_runs(requests: list[int]) -> list[tuple[int, int, int]]:
+    """``(request, start, end)`` runs of consecutive rows that belong to the same request (``requests[k]`` is row
+    ``k``'s): the trie sampler's prefix attention reads one context per run, and draws one random stream per run."""
+    runs: list[tuple[int, int, int]] = []
+    start = 0
+    for k in range(1, len(requests) + 1):
+        if k == len(requests) or requests[k] != requests[start]:
+            runs.append((requests[start], start, k))
+            start = k
+    return runs
 
 
 def mergeable(cache: Any) -> bool:

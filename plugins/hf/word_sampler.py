@@ -41,9 +41,10 @@ from plugins.hf.draws import draw_counts, draw_counts_folded
 from plugins.hf.load_options import AUTO_STEP_ROWS
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cache
 from plugins.hf.next_token_head import NextTokenHead
-from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
+from plugins.hf.prefix_attention import PrefixBatch, PrefixLayout, SharedPrefix
+from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, layout_for
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
-from plugins.hf.trie_cache import cache_bytes, gather_rows, mergeable, rows_by_chunk
+from plugins.hf.trie_cache import cache_bytes, carriers, gather_rows, mergeable, request_runs, rows_by_chunk
 from plugins.hf.word_boundaries import space_initial_mask, word_on_space
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
@@ -109,6 +110,7 @@ class TrieWordSampler:
         max_cache_bytes: int = DEFAULT_MAX_CACHE_BYTES,
         use_shared_prefix: bool = True,
         fold_word_ends: bool = True,
+        prefix_layout: str = "auto",
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -122,6 +124,10 @@ class TrieWordSampler:
         self.shared_prefix = bool(
             use_shared_prefix and NextTokenHead.supports(model) and prefix_attention.enable(model)
         )
+        #: How a pass's rows read their contexts: per run of nested contexts (``runs``, a CPU's, bit for bit as
+        #: recorded) or all rows at once (``rows``, a GPU's: fewer kernel launches, :mod:`plugins.hf.prefix_rows`).
+        self.prefix_layout = layout_for(prefix_layout, self.device) if self.shared_prefix else "none"
+        self._padded: tuple[list[SharedPrefix], PaddedCarriers] | None = None
         #: The decoder and its LM head writing into reused buffers; the shared-prefix path runs through it.
         self._head = NextTokenHead(model) if self.shared_prefix else None
         inplace_mlp.enable(model)
@@ -176,7 +182,7 @@ class TrieWordSampler:
         last_hidden: dict[int, torch.Tensor] = {}
         prefixes: dict[int, SharedPrefix] = {}
         token_bytes = 0
-        for carrier, served in _carriers(contexts):
+        for carrier, served in carriers(contexts):
             ids = contexts[carrier]
             hidden, cache = self._head.hidden(torch.tensor([ids], device=self.device), self._new_cache())
             token_bytes = max(token_bytes, cache_bytes(cache) // len(ids))
@@ -192,8 +198,8 @@ class TrieWordSampler:
         """A new trace record for this group when tracing is on (shared-prefix path only: the one replayed)."""
         if self.trace is None or not self.shared_prefix:
             return None
-        carriers = [[carrier, served] for carrier, served in _carriers(contexts)]
-        record = {"contexts": [len(ids) for ids in contexts], "carriers": carriers, "n": n, "levels": []}
+        served_by = [[carrier, served] for carrier, served in carriers(contexts)]
+        record = {"contexts": [len(ids) for ids in contexts], "carriers": served_by, "n": n, "levels": []}
         self.trace.append(record)  # its levels are appended as they run
         return record
 
@@ -244,9 +250,17 @@ class TrieWordSampler:
                 depth = len(batch[0].tokens)
                 positions = [[prefixes[n.req].length + depth - 1] for n in batch]
                 kwargs["position_ids"] = torch.tensor(positions, dtype=torch.long, device=self.device)
-                kwargs["shared_prefix"] = PrefixBatch(prefixes, _segments(batch))
+                kwargs["shared_prefix"] = self._layout(prefixes, batch)
             probs, cache = self._step(input_ids, cache, temperature, **kwargs)
             yield _Chunk(cache, start, end), probs
+
+    def _layout(self, prefixes: list[SharedPrefix], batch: list[_Node]) -> PrefixLayout:
+        """The prefix layout of one pass; a group's padded carriers are built once, on its first pass."""
+        if self.prefix_layout != "rows":
+            return PrefixBatch(prefixes, request_runs([n.req for n in batch]))
+        if self._padded is None or self._padded[0] is not prefixes:
+            self._padded = (prefixes, PaddedCarriers(prefixes))  # dropped when the group ends
+        return RowPrefix(self._padded[1], [n.req for n in batch])
 
     def _child(
         self, parent: _Node, row: int, token: int, count: int, decoder: ContinuationDecoder, request: SampleWordsRequest
@@ -271,7 +285,7 @@ class TrieWordSampler:
         # One call per request's run of rows: a generator's stream split into the rows' counts is the same numbers
         # as one call per row.
         uniforms: list[np.ndarray] = []
-        for req, first, last in _segments(parents[start:end]):
+        for req, first, last in request_runs([parents[k].req for k in rows]):
             counts = [parents[start + k].count for k in range(first, last)]
             uniforms.extend(np.split(tallies.rngs[req].random(sum(counts)), np.cumsum(counts)[:-1]))
         words = [self._word_on_space(parents[row], tallies) for row in rows]
@@ -402,29 +416,7 @@ class TrieWordSampler:
             for node in level:
                 evaluated[node.req] += 1
             chunks, level = next_chunks, next_level
-
-
-def _carriers(contexts: list[list[int]]) -> list[tuple[int, list[int]]]:
-    """Which context's forward pass serves which contexts: each context goes to the first of the longest contexts
-    of the group that begin with its tokens (itself when there is none). Longest first, so a context that could
-    serve another is always placed before it."""
-    served: dict[int, list[int]] = {}
-    for i in sorted(range(len(contexts)), key=lambda k: (-len(contexts[k]), k)):
-        ids = contexts[i]
-        carrier = next((c for c in served if contexts[c][: len(ids)] == ids), i)
-        served.setdefault(carrier, []).append(i)
-    return list(served.items())
-
-
-def _segments(rows: list[_Node]) -> list[tuple[int, int, int]]:
-    """``(request, start, end)`` runs of consecutive rows that belong to the same request."""
-    segments: list[tuple[int, int, int]] = []
-    start = 0
-    for k in range(1, len(rows) + 1):
-        if k == len(rows) or rows[k].req != rows[start].req:
-            segments.append((rows[start].req, start, k))
-            start = k
-    return segments
+        self._padded = None
 
 
 def _validate(request: SampleWordsRequest) -> None:

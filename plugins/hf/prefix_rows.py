@@ -1,0 +1,109 @@
+"""The trie word sampler's prefix attention on a GPU: every row of a pass in one product, whatever contexts it reads.
+
+:class:`plugins.hf.prefix_attention.PrefixBatch` computes the attention per *run* of rows that read the same
+context tensors: about 17 small operations per run and layer. That is right on a CPU, where the operations are
+calls into compiled code and their number matters little, and its results are recorded bit for bit. On a GPU every
+operation is a kernel launch and the pass is launch-bound (docs/word-sampling.md, "Where a GPU run's time goes":
+75 ms per pass at 30 layers, whatever its width). A block of 256 Provo contexts spans five or six passages, so a
+pass holds five or six runs, and their attention launches outnumber the rest of the layer's.
+
+:class:`RowPrefix` makes the attention of a pass one set of operations. The group's context tensors (one per
+*carrier*, the longest context of a run of nested ones) are padded once per group to one length
+(:class:`PaddedCarriers`); per layer each row's carrier keys and values are gathered (one ``index_select`` each)
+and the scores ``[prefix; suffix]`` of all rows go through one float32 softmax, positions past a row's own context
+masked to -inf, then the two value products are added in the value dtype: the arithmetic of :class:`PrefixBatch`,
+in products of another shape, so equal up to float rounding (``tests/test_prefix_rows.py``). The gathered
+keys/values are transient: 4,096 rows of a 150-position carrier at SmolLM2's shape are about 200 MB per layer in
+bf16, which a GPU copies in a fraction of a millisecond.
+
+The sampler uses this layout on a GPU and :class:`PrefixBatch` on a CPU (``TrieWordSampler(prefix_layout=...)``);
+the layout in force is recorded in ``results.json`` (the adapter's ``prefix_layout``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import torch
+
+from plugins.hf.prefix_attention import SharedPrefix, suffix_scores
+
+#: The layouts of the trie sampler's prefix attention, by name (``auto`` picks by device).
+PREFIX_LAYOUTS = ("runs", "rows")
+
+
+def layout_for(choice: str, device: torch.device) -> str:
+    """The layout a sampler on ``device`` uses: ``rows`` on a GPU, ``runs`` on a CPU, unless named."""
+    if choice == "auto":
+        return "runs" if device.type == "cpu" else "rows"
+    if choice not in PREFIX_LAYOUTS:
+        raise ValueError(f"unknown prefix layout {choice!r}: expected auto, {' or '.join(PREFIX_LAYOUTS)}")
+    return choice
+
+
+class PaddedCarriers:
+    """The context tensors of one ``sample_many`` group, one per carrier, padded to one length per layer:
+    ``keys[layer]``/``values[layer]`` are ``[carriers, kv_heads, max_positions, head_dim]``; ``carrier[i]`` and
+    ``length[i]`` say which carrier request ``i`` reads and how many of its positions are the request's own."""
+
+    def __init__(self, prefixes: Sequence[SharedPrefix]) -> None:
+        owners: list[SharedPrefix] = []
+        index: dict[int, int] = {}
+        self.carrier: list[int] = []
+        self.length: list[int] = []
+        for prefix in prefixes:
+            if not prefix.keys:  # a request with n = 0 has no prefix and no rows
+                self.carrier.append(0)
+                self.length.append(0)
+                continue
+            key = id(prefix.keys)
+            if key not in index:
+                index[key] = len(owners)
+                owners.append(prefix)
+            self.carrier.append(index[key])
+            self.length.append(prefix.length)
+        self.max_positions = max(owner.positions for owner in owners)
+        template = owners[0].keys[0]
+        self.device = template.device
+        kv_heads, dim = template.shape[0], template.shape[-1]
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+        for layer in range(len(owners[0].keys)):
+            keys = template.new_zeros((len(owners), kv_heads, self.max_positions, dim))
+            values = template.new_zeros((len(owners), kv_heads, self.max_positions, dim))
+            for c, owner in enumerate(owners):
+                keys[c, :, : owner.positions] = owner.keys[layer]
+                values[c, :, : owner.positions] = owner.values[layer]
+            self.keys.append(keys)
+            self.values.append(values)
+
+
+class RowPrefix:
+    """Which carrier each row of one pass reads, and up to which position: the :class:`PrefixLayout` of
+    :mod:`plugins.hf.prefix_attention` for a GPU (module docstring)."""
+
+    def __init__(self, carriers: PaddedCarriers, row_requests: Sequence[int]) -> None:
+        self.carriers = carriers
+        device = carriers.device
+        self.carrier = torch.tensor([carriers.carrier[r] for r in row_requests], dtype=torch.long, device=device)
+        lengths = torch.tensor([carriers.length[r] for r in row_requests], device=device)
+        past = torch.arange(carriers.max_positions, device=device) >= lengths[:, None]
+        #: Additive mask ``[rows, 1, 1, max_positions]``: 0 on a row's own context, -inf past it (padding included).
+        self.mask = torch.zeros(past.shape, device=device).masked_fill_(past, -math.inf)[:, None, None, :]
+
+    def longest(self) -> int:
+        return self.carriers.max_positions
+
+    def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
+        """``[prefix; suffix]`` scores of every row, one float32 softmax, the two value products added."""
+        keys = self.carriers.keys[layer].index_select(0, self.carrier)
+        values = self.carriers.values[layer].index_select(0, self.carrier)
+        positions = keys.shape[2]
+        scores = torch.cat([torch.einsum("bhgd,bhld->bhgl", q, keys), suffix_scores(q, key)], dim=-1).float()
+        scores.mul_(scale)
+        scores[..., :positions] += self.mask
+        weights = torch.softmax(scores, dim=-1).to(value.dtype)
+        return torch.einsum("bhgl,bhld->bhgd", weights[..., :positions], values) + torch.einsum(
+            "bhgl,bhld->bhgd", weights[..., positions:], value
+        )
