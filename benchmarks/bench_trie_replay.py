@@ -279,7 +279,7 @@ def main() -> int:
     rep = sub.add_parser("replay", help="replay a recorded trace through models built from configs")
     rep.add_argument("trace", type=Path)
     rep.add_argument("--size", choices=sorted(SIZES), default="135m")
-    rep.add_argument("--families", default=",".join(f for f in FAMILIES if f not in ("falcon", "gemma2")))
+    rep.add_argument("--families", default=",".join(f for f in FAMILIES if f != "falcon"))
     rep.add_argument("--groups", type=int, default=0, help="replay only the first N groups (0: all)")
     rep.add_argument("--batch-size", type=int, default=None, help="rows per pass (default: the adapter's auto)")
     rep.add_argument("--device", default="cpu")

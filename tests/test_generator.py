@@ -24,9 +24,9 @@ from harness.stats import homogeneity_pvalue
 from plugins.hf import generator as gen
 from plugins.hf.generation_text import finish_row, first_stop, scan_row, validate_request
 from plugins.hf.generator import BatchGenerator, build_warpers
+from plugins.hf.packed_prompts import PackedPrompts
 from plugins.hf.prefix_attention import (
     GroupPrefix,
-    PackedPrompts,
     PassPrefix,
     PrefixBatch,
     PrefixLayout,

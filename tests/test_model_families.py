@@ -41,7 +41,23 @@ CONFIGS: dict[str, dict[str, Any]] = {
         "sliding_window": 64,
         "layer_types": ["sliding_attention", "full_attention"],
     },
+    # Soft-capped attention scores and logits, with caps small enough that tanh bends them (the defaults are 50, 30).
+    "gemma2": {
+        **_SMALL,
+        "intermediate_size": 64,
+        "num_key_value_heads": 2,
+        "head_dim": 8,
+        "sliding_window": 64,
+        "layer_types": ["sliding_attention", "full_attention"],
+        "attn_logit_softcapping": 1.5,
+        "final_logit_softcapping": 3.0,
+    },
 }
+
+
+def plain_attention(model_type: str) -> str:
+    """The attention a family runs without the fast path: eager where it soft-caps (sdpa cannot), else sdpa."""
+    return "eager" if model_type == "gemma2" else "sdpa"
 
 
 def tiny(model_type: str) -> Any:
@@ -51,7 +67,7 @@ def tiny(model_type: str) -> Any:
     torch.manual_seed(0)
     config = AutoConfig.for_model(model_type, **CONFIGS[model_type], bos_token_id=None, eos_token_id=EOS)
     config.initializer_range = 0.3
-    return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
+    return AutoModelForCausalLM.from_config(config, attn_implementation=plain_attention(model_type)).eval()
 
 
 def test_every_supported_family_is_tested() -> None:
@@ -74,7 +90,7 @@ def test_both_prefix_layouts_give_the_plain_logits(model_type: str) -> None:
     with torch.no_grad():
         plain = []
         for context, suffix in zip(contexts, suffixes, strict=True):
-            model.set_attn_implementation("sdpa")
+            model.set_attn_implementation(plain_attention(model_type))
             plain.append(model(torch.cat([context, suffix[None]], dim=1)).logits[0, -1])
         pa.ensure(model)
         prefixes = []
@@ -136,3 +152,20 @@ def replace_seed(request: SampleWordsRequest, seed: int) -> SampleWordsRequest:
     from dataclasses import replace
 
     return replace(request, seed=seed)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_next_token_head_caps_the_logits_as_gemma2_does(dtype: torch.dtype) -> None:
+    """Gemma 2 soft-caps its logits (``final_logit_softcapping``): the reused-buffer head applies the same operations in
+    the model's dtype, so its probabilities are the model's own softmax bit for bit."""
+    from plugins.hf.next_token_head import NextTokenHead
+
+    model = tiny("gemma2").to(dtype)
+    assert NextTokenHead.supports(model) and NextTokenHead(model).final_cap == 3.0
+    head = NextTokenHead(model)
+    with torch.inference_mode():
+        ids = torch.randint(40, VOCAB, (5, 6))
+        logits = model(input_ids=ids, logits_to_keep=1).logits[:, -1, :].float()
+        assert float(logits.abs().max()) <= 3.0  # the cap is in force
+        hidden, _ = head.hidden(ids, None)
+        assert torch.equal(head.probabilities(hidden[:, -1], 1.0), torch.softmax(logits, dim=-1))

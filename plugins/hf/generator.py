@@ -42,8 +42,9 @@ from plugins.hf.generation_text import finish_row, validate_request
 from plugins.hf.load_options import AUTO_STEP_ROWS
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs
 from plugins.hf.next_token_head import NextTokenHead
+from plugins.hf.packed_prompts import PackedPrompts
 from plugins.hf.plain_generate import generate_plain
-from plugins.hf.prefix_attention import GroupPrefix, PackedPrompts, PassPrefix, SharedPrefix
+from plugins.hf.prefix_attention import GroupPrefix, PassPrefix, SharedPrefix
 from plugins.hf.suffix_cache import SuffixLayer
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids, fit_context
 
@@ -329,7 +330,7 @@ class BatchGenerator:
         """Each prompt's keys/values and its first-token float32 logits ``[1, vocab]``.
 
         Consecutive prompts are packed end to end into passes of at most ``batch_size`` positions
-        (:class:`~plugins.hf.prefix_attention.PackedPrompts`: attention within each prompt): each pass streams all the
+        (:class:`~plugins.hf.packed_prompts.PackedPrompts`: attention within each prompt): each pass streams all the
         weights once, and 64 ASSET prompts took 3 passes instead of 64 (8.5 s -> 4.7 s on 2 CPU cores). The logits
         are the LM head of each prompt's last position alone, the product ``model(...)`` computes for one prompt (one
         product over all the prompts' rows rounds differently). A prompt longer than ``batch_size`` goes alone."""

@@ -9,7 +9,9 @@ memory from the kernel whose pages fault on first touch: on 2 CPU cores that was
 across passes, so the values are the same bit for bit and only the page faults go.
 
 Only for models whose logits are exactly ``hidden @ lm_head.weight.T`` (a bias-free ``nn.Linear`` head and no
-logit scaling or soft-capping in the model's forward), among the families the shared-prefix attention supports.
+logit scaling in the model's forward), soft-capped as the model caps them where it does (Gemma 2's
+``final_logit_softcapping``, the same operations in the model's dtype), among the families the shared-prefix
+attention supports.
 """
 
 from __future__ import annotations
@@ -38,6 +40,8 @@ class NextTokenHead:
         self.weight: torch.Tensor = model.get_output_embeddings().weight
         self._cache_keyword = cache_keyword(self.decoder)
         self._buffers: dict[str, torch.Tensor] = {}
+        #: ``logits = cap * tanh(logits / cap)`` after the head, as the model's forward does when its config says so.
+        self.final_cap: float | None = getattr(model.config, "final_logit_softcapping", None)
 
     @staticmethod
     def supports(model: Any) -> bool:
@@ -45,7 +49,7 @@ class NextTokenHead:
         config = getattr(model, "config", None)
         if getattr(config, "model_type", None) not in PLAIN_HEAD_MODEL_TYPES:
             return False
-        if getattr(config, "final_logit_softcapping", None) or getattr(config, "logit_scale", None):
+        if getattr(config, "logit_scale", None):
             return False
         head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
         decoder = model.get_decoder() if hasattr(model, "get_decoder") else None
@@ -62,6 +66,8 @@ class NextTokenHead:
         rows = hidden.shape[0]
         logits = self._buffer("logits", rows, self.weight.dtype)
         torch.mm(hidden, self.weight.t(), out=logits)
+        if self.final_cap:
+            logits.div_(self.final_cap).tanh_().mul_(self.final_cap)
         if logits.dtype != torch.float32:
             upcast = self._buffer("upcast", rows, torch.float32)
             upcast.copy_(logits)

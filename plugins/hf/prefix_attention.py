@@ -43,9 +43,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
+
+from plugins.hf.plain_attention import plain_attention
+
+if TYPE_CHECKING:
+    from plugins.hf.packed_prompts import PackedPrompts
 
 #: The attention implementation name models are switched to (``model.config._attn_implementation``).
 ATTENTION_NAME = "harness_shared_prefix"
@@ -53,7 +58,7 @@ ATTENTION_NAME = "harness_shared_prefix"
 #: keys (rotary, or GPT-2's and OPT's absolute positions added from the same ``position_ids``), each checked on a tiny
 #: random model by ``tests/test_model_families.py``; the others, and why, in ``docs/word-sampling.md``.
 SUPPORTED_MODEL_TYPES = frozenset(
-    {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "opt", "phi3", "olmo2", "gemma3_text"}
+    {"llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "opt", "phi3", "olmo2", "gemma3_text", "gemma2"}
 )
 
 
@@ -98,14 +103,31 @@ class SharedPrefix:
 class PrefixLayout(Protocol):
     """Which prefix each row of one forward pass reads, and how its attention is computed (module docstring)."""
 
-    def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
+    def attend(
+        self,
+        q: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        layer: int,
+        scale: float,
+        softcap: float | None = None,
+    ) -> torch.Tensor:
         """Attention output ``[rows, kv_heads, group, d]`` for the grouped queries ``q [rows, kv_heads, group, d]``
-        over the layout's prefixes and the rows' own suffix ``key``/``value [rows, kv_heads, suffix_len, d]``."""
+        over the layout's prefixes and the rows' own suffix ``key``/``value [rows, kv_heads, suffix_len, d]``;
+        scaled scores soft-capped to ``softcap * tanh(score / softcap)`` where the model does (Gemma 2)."""
         ...
 
     def longest(self) -> int:
         """The longest prefix any row reads (positions)."""
         ...
+
+
+def capped(scores: torch.Tensor, softcap: float | None) -> torch.Tensor:
+    """``scores`` soft-capped in place, ``softcap * tanh(scores / softcap)``, as Gemma 2 caps its scaled scores before
+    the mask; unchanged without a cap."""
+    if softcap is not None:
+        scores.div_(softcap).tanh_().mul_(softcap)
+    return scores
 
 
 def suffix_scores(q: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
@@ -155,7 +177,15 @@ class PrefixBatch:
     def longest(self) -> int:
         return max((owner.positions for owner, _, _, _ in self.runs), default=0)
 
-    def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
+    def attend(
+        self,
+        q: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        layer: int,
+        scale: float,
+        softcap: float | None = None,
+    ) -> torch.Tensor:
         """Per run: the scores ``[prefix; suffix]`` of every row, one float32 softmax, the two value products added.
 
         The scores are laid out head-major, ``[kv_heads, rows * group, positions + suffix]``: that is the layout the
@@ -173,8 +203,7 @@ class PrefixBatch:
             scores = q.new_empty((kv_heads, rows * group, positions + length))
             scores[..., :positions] = torch.bmm(queries, owner.keys[layer].transpose(1, 2))
             scores[..., positions:] = scores_suffix[start:end].permute(1, 0, 2, 3).reshape(kv_heads, rows * group, -1)
-            scores = scores.float()
-            scores.mul_(scale)
+            scores = capped(scores.float().mul_(scale), softcap)
             if mask is not None:
                 scores.view(kv_heads, rows, group, -1)[..., :positions] += mask[:, 0, 0, :][None, :, None, :]
             weights = torch.softmax(scores, dim=-1).to(value.dtype)
@@ -257,7 +286,15 @@ class PassPrefix:
     def longest(self) -> int:
         return self.group.max_length
 
-    def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
+    def attend(
+        self,
+        q: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        layer: int,
+        scale: float,
+        softcap: float | None = None,
+    ) -> torch.Tensor:
         """The prompt part is one batched product over ``[prompts, kv_heads, rows_per_prompt * group, max_len]``
         (rows scattered into per-prompt query blocks); the suffix part one product over the rows. With ``o``, ``l``
         and ``m`` each part's unnormalised output, sum and maximum, and ``m`` the larger maximum:
@@ -270,7 +307,9 @@ class PassPrefix:
         blocks = q.new_zeros((n_prompts, max_rows, kv_heads, group, dim))
         blocks[self.prompt, self.slot] = q
         blocks = blocks.permute(0, 2, 1, 3, 4).reshape(n_prompts, kv_heads, max_rows * group, dim)
-        scores = torch.matmul(blocks, prefix.keys[layer].transpose(-1, -2)).float() * scale + prefix.mask
+        scores = (
+            capped(torch.matmul(blocks, prefix.keys[layer].transpose(-1, -2)).float() * scale, softcap) + prefix.mask
+        )
         m_prefix = scores.amax(dim=-1, keepdim=True)
         weights = torch.exp(scores - m_prefix)
         l_prefix = weights.sum(dim=-1, keepdim=True)
@@ -281,7 +320,7 @@ class PassPrefix:
             t = t.reshape(n_prompts, kv_heads, max_rows, group, t.shape[-1]).permute(0, 2, 1, 3, 4)
             return t[self.prompt, self.slot]
 
-        scores_suffix = suffix_scores(q, key).float() * scale
+        scores_suffix = capped(suffix_scores(q, key).float() * scale, softcap)
         m_suffix = scores_suffix.amax(dim=-1, keepdim=True)
         weights_suffix = torch.exp(scores_suffix - m_suffix)
         l_suffix = weights_suffix.sum(dim=-1, keepdim=True)
@@ -291,72 +330,6 @@ class PassPrefix:
         m = torch.maximum(m_prefix, m_suffix)
         a, b = torch.exp(m_prefix - m), torch.exp(m_suffix - m)
         return ((o_prefix * a + o_suffix * b) / (l_prefix * a + l_suffix * b)).to(q.dtype)
-
-
-# --------------------------------------------------------------------------------------------------------------------
-# The generator's prompts, packed end to end into one forward pass
-# --------------------------------------------------------------------------------------------------------------------
-
-
-class PackedPrompts:
-    """Prompts laid end to end in one row of one forward pass, each attending causally to its own tokens only.
-
-    Encoding each prompt alone streams all the weights once per prompt (about 130 ms for a 40-token prompt of
-    SmolLM2-135M on 2 CPU cores, 60 ms of it fixed); packed, the linear layers see one long matrix. The attention runs
-    per prompt, as transformers' ``sdpa`` runs it for that prompt alone (same call, same shapes, the padding-free
-    causal path). A prompt's keys and values then differ from encoding it alone only where the linear layers round a
-    row differently in a longer product: on 2 CPU cores (MKL) prompts of a few dozen tokens came out bit for bit the
-    same (all 64 of the ASSET benchmark's), prompts of one to a few tokens not always (``tests/test_generator.py``).
-    The block-diagonal mask transformers builds from the restarting positions is not read.
-    """
-
-    def __init__(self, lengths: Sequence[int]) -> None:
-        if not lengths or min(lengths) < 1:
-            raise ValueError(f"packed prompts need at least one token each, got lengths {list(lengths)}")
-        self.bounds: list[tuple[int, int]] = []
-        start = 0
-        for length in lengths:
-            self.bounds.append((start, start + length))
-            start += length
-        self.total = start
-
-    def position_ids(self, device: torch.device | None = None) -> torch.Tensor:
-        """Positions restarting at 0 for every prompt, ``[1, total]`` (rotary embeddings read each prompt alone)."""
-        return torch.tensor([[i for s, e in self.bounds for i in range(e - s)]], device=device)
-
-    def attend(
-        self,
-        module: torch.nn.Module,
-        query: torch.Tensor,
-        key: torch.Tensor,
-        value: torch.Tensor,
-        dropout: float,
-        scaling: float | None,
-        **kwargs: Any,
-    ) -> torch.Tensor:
-        """``sdpa`` over each prompt's slice of ``query``/``key``/``value [1, heads, total, d]``, joined along the
-        positions: ``[1, total, q_heads, d]``."""
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-        if query.shape[0] != 1 or query.shape[2] != self.total or key.shape[2] != self.total:
-            raise ValueError(
-                f"packed prompts of {self.total} positions need one row of {self.total} new positions and no cache, "
-                f"got queries {tuple(query.shape)} and keys {tuple(key.shape)}"
-            )
-        parts = [
-            sdpa_attention_forward(
-                module,
-                query[:, :, s:e],
-                key[:, :, s:e],
-                value[:, :, s:e],
-                None,
-                dropout=dropout,
-                scaling=scaling,
-                **kwargs,
-            )[0]
-            for s, e in self.bounds
-        ]
-        return torch.cat(parts, dim=1)
 
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -385,23 +358,19 @@ def prefix_attention(
     if packed_prompts is not None:
         return packed_prompts.attend(module, query, key, value, dropout, scaling, **kwargs), None
     if shared_prefix is None:
-        from transformers.integrations.sdpa_attention import sdpa_attention_forward
-
-        return sdpa_attention_forward(
-            module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs
-        )
+        return plain_attention(module, query, key, value, attention_mask, dropout=dropout, scaling=scaling, **kwargs)
     rows, q_heads, q_len, dim = query.shape
     if q_len != 1:
         raise ValueError("shared-prefix attention takes one new position per row")
     kv_heads = key.shape[1]
     scale = scaling if scaling is not None else dim**-0.5
     window = kwargs.get("sliding_window")  # every row reads all its prefix: refused where the model would not
-    if (window is not None and shared_prefix.longest() + key.shape[2] > window) or kwargs.get("softcap") is not None:
-        raise ValueError(f"a row longer than the sliding window ({window}), or soft-capping: not implemented")
+    if window is not None and shared_prefix.longest() + key.shape[2] > window:
+        raise ValueError(f"a row longer than the sliding window ({window}): not implemented")
     layer = int(getattr(module, "layer_idx"))  # noqa: B009 - set by transformers on every attention layer
     # Query head h*group + r reads key/value head h (the grouping transformers' repeat_kv implements).
     q = query.reshape(rows, kv_heads, q_heads // kv_heads, dim)
-    out = shared_prefix.attend(q, key, value, layer, scale)
+    out = shared_prefix.attend(q, key, value, layer, scale, kwargs.get("softcap"))
     return out.reshape(rows, q_heads, 1, dim).transpose(1, 2), None
 
 
@@ -410,10 +379,21 @@ def enable(model: Any) -> bool:
     config = getattr(model, "config", None)
     if config is None or getattr(config, "model_type", None) not in SUPPORTED_MODEL_TYPES:
         return False
-    if getattr(config, "_attn_implementation", None) not in ("sdpa", ATTENTION_NAME):
+    # A soft-capping model (Gemma 2) runs eager attention, sdpa being unable to cap; the others sdpa.
+    plain = "eager" if _soft_caps(model) else "sdpa"
+    if getattr(config, "_attn_implementation", None) not in (plain, _name_for(model)):
         return False
     ensure(model)
     return True
+
+
+def _soft_caps(model: Any) -> bool:
+    return getattr(model.config, "attn_logit_softcapping", None) is not None
+
+
+def _name_for(model: Any) -> str:
+    """The registered name of :func:`prefix_attention` for ``model``: one per mask builder (module docstring)."""
+    return ATTENTION_NAME + "_eager" if _soft_caps(model) else ATTENTION_NAME
 
 
 def ensure(model: Any) -> None:
@@ -424,21 +404,23 @@ def ensure(model: Any) -> None:
     ignored and every row would attend to its own suffix alone, never to its prompt. Called before every batch of
     requests, so that can never happen unnoticed.
     """
-    register_attention(ATTENTION_NAME, prefix_attention)
-    if getattr(model.config, "_attn_implementation", None) != ATTENTION_NAME:
-        model.set_attn_implementation(ATTENTION_NAME)
+    name = _name_for(model)
+    register_attention(name, prefix_attention, "eager" if _soft_caps(model) else "sdpa")
+    if getattr(model.config, "_attn_implementation", None) != name:
+        model.set_attn_implementation(name)
 
 
-def register_attention(name: str, function: Any) -> None:
-    """Register an attention function under ``name`` together with ``sdpa``'s mask builder.
+def register_attention(name: str, function: Any, masks_of: str = "sdpa") -> None:
+    """Register an attention function under ``name`` together with the mask builder of ``masks_of``.
 
     Transformers builds the attention mask by the implementation's name; a name it has no mask builder for gets
     the raw 2-D padding mask passed through, and ``sdpa`` then reads a forward pass over cached keys (a prompt
     continued after a cache, as the multiple-choice scorer runs) with the wrong causal alignment. The function here
-    falls back to ``sdpa`` when no prefix layout is given, so it takes ``sdpa``'s mask.
+    falls back to the model's plain attention when no prefix layout is given (:func:`plain_attention`: ``sdpa``, or
+    the eager kernel of a soft-capping model), so it takes that attention's mask.
     """
     from transformers import AttentionInterface
     from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, AttentionMaskInterface
 
     AttentionInterface.register(name, function)
-    AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS["sdpa"])
+    AttentionMaskInterface.register(name, ALL_MASK_ATTENTION_FUNCTIONS[masks_of])

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import torch
 
-from plugins.hf.prefix_attention import SharedPrefix, suffix_scores
+from plugins.hf.prefix_attention import SharedPrefix, capped, suffix_scores
 
 #: The layouts of the trie sampler's prefix attention, by name (``auto`` picks by device).
 PREFIX_LAYOUTS = ("runs", "rows")
@@ -95,13 +95,22 @@ class RowPrefix:
     def longest(self) -> int:
         return self.carriers.max_positions
 
-    def attend(self, q: torch.Tensor, key: torch.Tensor, value: torch.Tensor, layer: int, scale: float) -> torch.Tensor:
-        """``[prefix; suffix]`` scores of every row, one float32 softmax, the two value products added."""
+    def attend(
+        self,
+        q: torch.Tensor,
+        key: torch.Tensor,
+        value: torch.Tensor,
+        layer: int,
+        scale: float,
+        softcap: float | None = None,
+    ) -> torch.Tensor:
+        """``[prefix; suffix]`` scores of every row (soft-capped where the model caps), one float32 softmax, the two
+        value products added."""
         keys = self.carriers.keys[layer].index_select(0, self.carrier)
         values = self.carriers.values[layer].index_select(0, self.carrier)
         positions = keys.shape[2]
         scores = torch.cat([torch.einsum("bhgd,bhld->bhgl", q, keys), suffix_scores(q, key)], dim=-1).float()
-        scores.mul_(scale)
+        capped(scores.mul_(scale), softcap)
         scores[..., :positions] += self.mask
         weights = torch.softmax(scores, dim=-1).to(value.dtype)
         return torch.einsum("bhgl,bhld->bhgd", weights[..., :positions], values) + torch.einsum(
