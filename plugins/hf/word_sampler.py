@@ -239,7 +239,9 @@ class TrieWordSampler:
                 (chunks[k].cache, torch.tensor(rows, dtype=torch.long, device=self.device))
                 for k, rows in rows_by_chunk([n.parent_row for n in nodes[start:end]], [c.start for c in chunks])
             ]
-            input_ids = torch.tensor([[n.tokens[-1]] for n in nodes[start:end]], dtype=torch.long, device=self.device)
+            # From flat lists: torch.tensor of a list of one-element lists cost about 5 us per row.
+            input_ids = torch.tensor([n.tokens[-1] for n in nodes[start:end]], dtype=torch.long).view(-1, 1)
+            input_ids = input_ids.to(self.device)
             kwargs: dict[str, Any] = {}
             if prefixes is None:
                 cache = gather_rows(parts, can_merge)
@@ -248,8 +250,8 @@ class TrieWordSampler:
                 cache = gather_rows(parts, can_merge) if chunks[0].cache is not None else self._new_cache()
                 batch = nodes[start:end]
                 depth = len(batch[0].tokens)
-                positions = [[prefixes[n.req].length + depth - 1] for n in batch]
-                kwargs["position_ids"] = torch.tensor(positions, dtype=torch.long, device=self.device)
+                positions = torch.tensor([prefixes[n.req].length + depth - 1 for n in batch], dtype=torch.long)
+                kwargs["position_ids"] = positions.view(-1, 1).to(self.device)
                 kwargs["shared_prefix"] = self._layout(prefixes, batch)
             probs, cache = self._step(input_ids, cache, temperature, **kwargs)
             yield _Chunk(cache, start, end), probs
