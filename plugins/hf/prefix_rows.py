@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 import torch
 
-from plugins.hf.prefix_attention import SharedPrefix, capped, suffix_scores
+from plugins.hf.prefix_attention import GroupPrefix, SharedPrefix, capped, suffix_scores
 
 #: The layouts of the trie sampler's prefix attention, by name (``auto`` picks by device).
 PREFIX_LAYOUTS = ("runs", "rows")
@@ -43,7 +43,8 @@ def layout_for(choice: str, device: torch.device) -> str:
 
 
 class PaddedCarriers:
-    """The context tensors of one ``sample_many`` group, one per carrier, padded to one length per layer:
+    """The context tensors of one ``sample_many`` group, one per carrier, padded to one length per layer (as
+    :class:`~plugins.hf.prefix_attention.GroupPrefix` pads the generator's prompts):
     ``keys[layer]``/``values[layer]`` are ``[carriers, kv_heads, max_positions, head_dim]``; ``carrier[i]`` and
     ``length[i]`` say which carrier request ``i`` reads and how many of its positions are the request's own."""
 
@@ -63,20 +64,12 @@ class PaddedCarriers:
                 owners.append(prefix)
             self.carrier.append(index[key])
             self.length.append(prefix.length)
-        self.max_positions = max(owner.positions for owner in owners)
-        template = owners[0].keys[0]
-        self.device = template.device
-        kv_heads, dim = template.shape[0], template.shape[-1]
-        self.keys: list[torch.Tensor] = []
-        self.values: list[torch.Tensor] = []
-        for layer in range(len(owners[0].keys)):
-            keys = template.new_zeros((len(owners), kv_heads, self.max_positions, dim))
-            values = template.new_zeros((len(owners), kv_heads, self.max_positions, dim))
-            for c, owner in enumerate(owners):
-                keys[c, :, : owner.positions] = owner.keys[layer]
-                values[c, :, : owner.positions] = owner.values[layer]
-            self.keys.append(keys)
-            self.values.append(values)
+        # Each carrier's whole tensors (a nested context's view is shorter), padded by the generator's padding.
+        padded = GroupPrefix([SharedPrefix(owner.keys, owner.values) for owner in owners])
+        self.max_positions = padded.max_length
+        self.device = padded.mask.device
+        self.keys: list[torch.Tensor] = padded.keys
+        self.values: list[torch.Tensor] = padded.values
 
 
 class RowPrefix:

@@ -16,7 +16,7 @@ What makes this exact and not a heuristic: a child's text is decoded from the wh
 parent's text plus the token's piece only when the parent's text is final, which it is unless its bytes end inside a
 UTF-8 character (the decoded text then ends with U+FFFD, and such parents are left to the host). And a token is
 marked only when two different texts before it decode to themselves followed by the same space-initial piece.
-``tests/test_word_sampler.py`` checks that the bulk path draws exactly the counts of the per-child path.
+``tests/test_word_boundaries.py`` checks that the bulk path draws exactly the counts of the per-child path.
 """
 
 from __future__ import annotations
@@ -46,11 +46,11 @@ def space_initial_mask(tokenizer: Any, vocab_size: int, device: torch.device) ->
     (``Ġ``) and SentencePiece (``▁``) vocabularies, and any other, are handled alike. Ids the tokenizer cannot decode
     and special tokens (which decode to nothing) are False."""
     marked = torch.ones(vocab_size, dtype=torch.bool)
+    decode = fast_decoder(tokenizer)
     for text in _ANCHOR_TEXTS:
         anchor = _anchor_id(tokenizer, text)
         if anchor is None:
             return torch.zeros(vocab_size, dtype=torch.bool, device=device)
-        decode = fast_decoder(tokenizer)
         head = decode([anchor])
         try:
             texts = decode_many(tokenizer, [[anchor, token] for token in range(vocab_size)])
