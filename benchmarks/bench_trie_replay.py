@@ -127,9 +127,11 @@ _NO_KERNEL = frozenset(
 
 
 class OpCounter(TorchDispatchMode):
-    """Counts the operations that reach a kernel (views and empty allocations left out): on a GPU each is a kernel
-    launch, which is what a pass of a small model costs there (docs/word-sampling.md, "Where a GPU run's time
-    goes"). Counted on a CPU, the number is the same as on a GPU for the same code path."""
+    """Counts the operations that reach a kernel (views and empty allocations left out), over the whole replay: the
+    context passes, the level passes and the draws (``ops_per_pass`` divides them by the level passes). On a GPU
+    each is a kernel launch, which is what a pass of a small model costs there (docs/word-sampling.md, "Where a GPU
+    run's time goes"). Counted on a CPU it approximates a GPU's count: a cast that a bf16 model makes is a no-op in
+    fp32, and the draws count their tokens on the host there."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -293,7 +295,8 @@ def main() -> int:
     rep.add_argument(
         "--count-ops",
         action="store_true",
-        help="also count the operations each pass dispatches (each a kernel launch on a GPU; slower)",
+        help="also count the operations dispatched per level pass, context passes and draws included (each a kernel "
+        "launch on a GPU; slower)",
     )
     rep.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()

@@ -111,7 +111,7 @@ stat="(plain_generate or determinism or exact_distribution_on_smollm2 or groupin
 step trie-record $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/bench_trie_replay.py record --model "$model" \
   --device "$device" --limit "$limit" --out "$out/trie_trace.json"
 # The trie attention's two layouts on the recorded trie at SmolLM2's shape: runs of contexts (a CPU's) against all
-# rows at once (a GPU's default), with the operations each pass dispatches (kernel launches).
+# rows at once (a GPU's default), with their times per position.
 for layout in runs rows; do
   step "trie-layout-$layout" $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
     --size 135m --families llama --groups 2 --device "$device" --dtype bfloat16 --prefix-layout "$layout" \
