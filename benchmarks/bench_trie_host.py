@@ -5,10 +5,13 @@ On a GPU the passes are fast and the host's work per drawn child is what is left
 there; on a CPU it is a few percent of a run. It answers the first Provo contexts (as ``harness run`` does: exact
 mode, n = 1,000, in blocks of ``--contexts-per-pass``) with the sampler's methods wrapped by timers, and prints the
 seconds of each part, the open children (trie nodes run through the model) and the host's microseconds per open
-child. ``--no-fold`` decodes every drawn child on the host, as before bulk counting (``plugins/hf/word_boundaries``).
+child. ``--no-fold`` decodes every drawn child on the host, as before bulk counting (``plugins/hf/word_boundaries``);
+``--classify`` does the same and counts the drawn children that bulk counting would have folded (a space-initial
+token after a prefix whose word a space closes).
 
     .venv/bin/python benchmarks/bench_trie_host.py --data-dir ../shared/data --limit 64
     .venv/bin/python benchmarks/bench_trie_host.py --data-dir ../shared/data --limit 64 --no-fold
+    .venv/bin/python benchmarks/bench_trie_host.py --data-dir ../shared/data --limit 64 --classify
 """
 
 from __future__ import annotations
@@ -47,6 +50,25 @@ def _timed(owner: Any, name: str, key: str, seconds: dict[str, float], sync: Cal
     setattr(owner, name, wrapper)
 
 
+def _classify(sampler: Any) -> dict[str, int]:
+    """Counts, as ``sampler`` decodes every child, the drawn children and those bulk counting would fold: the
+    criterion of ``TrieWordSampler._expand`` (its own ``_word_on_space`` and ``_space_mask``) applied one by one."""
+    from plugins.hf.word_boundaries import word_on_space
+
+    counts = {"drawn_children": 0, "foldable_children": 0}
+    child = sampler._child
+
+    def classified(parent: Any, row: int, token: int, count: int, decoder: Any, request: Any) -> Any:
+        counts["drawn_children"] += 1
+        mask = sampler._space_mask(sampler.model.config.vocab_size)
+        if parent.tokens and bool(mask[token]) and word_on_space(parent.text, request.mode) is not None:
+            counts["foldable_children"] += 1
+        return child(parent, row, token, count, decoder, request)
+
+    sampler._child = classified
+    return counts
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data-dir", type=Path, default=None, help="folder holding provo/ (default $HARNESS_DATA_DIR)")
@@ -57,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32")
     parser.add_argument("--no-fold", action="store_true", help="decode every drawn child on the host")
+    parser.add_argument("--classify", action="store_true", help="--no-fold, counting the children it would fold")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
 
@@ -80,8 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     if hasattr(word_sampler, "draw_counts_folded"):
         _timed(word_sampler, "draw_counts_folded", "draws", seconds, sync)
         _timed(cls, "_space_mask", "space mask (once)", seconds, sync)
-    fold = {"fold_word_ends": not args.no_fold} if hasattr(word_sampler, "draw_counts_folded") else {}
+    can_fold = hasattr(word_sampler, "draw_counts_folded")
+    fold: dict[str, Any] = {"fold_word_ends": not (args.no_fold or args.classify)} if can_fold else {}
     sampler = cls(loaded.model, loaded.tokenizer, batch_size=args.batch_size, device=device, **fold)
+    children = _classify(sampler) if args.classify else None
     requests = [
         SampleWordsRequest(context=p["context"], n=1000, seed=k, mode="exact", max_new_tokens=32)
         for k, p in enumerate(positions)
@@ -100,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         "model": args.model, "device": str(device), "dtype": args.dtype, "contexts": len(requests),
         "fold": bool(fold.get("fold_word_ends")), "total_s": round(total, 2),
         **{k: round(v, 3) for k, v in seconds.items()}, "host_s": round(host, 3), "open_children": open_children,
-        "host_us_per_open_child": round(host * 1e6 / max(1, open_children), 1),
+        "host_us_per_open_child": round(host * 1e6 / max(1, open_children), 1), **(children or {}),
     }  # fmt: skip
     print(json.dumps(result))
     if args.json:

@@ -4,8 +4,9 @@ Most children the trie word sampler draws are leaves of one kind: a token that s
 prefix whose text already holds a word (``" the"`` followed by ``" cat"``). Such a child's word is its parent's word,
 whatever the token: its text is the parent's text, a space, then more, and :func:`harness.text.decide_word` closes a
 word once whitespace follows it, so no later character changes it. On the first 64 Provo contexts of SmolLM2 these
-were 56% of the 64,673 children drawn; each was decoded by the tokenizer and classified in Python (about 25 us on the
-host), which on a GPU is most of a run, since the forward passes themselves are fast there.
+were 36,070 of the 64,434 children drawn, 56% (``benchmarks/bench_trie_host.py --limit 64 --classify``); each was
+decoded by the tokenizer and classified in Python on the host, a large share of a run on a GPU, where the passes are
+fast (the first 200 Provo contexts on an H100: 17.7 s that way, 13.2 s with bulk counting; docs/word-sampling.md).
 
 So the sampler decides them in bulk: a boolean mask over the vocabulary says which tokens read as starting with a
 space after any text (:func:`space_initial_mask`, computed once per tokenizer), each parent row says whether a space
