@@ -10,8 +10,9 @@ import pytest
 import torch
 
 from harness.requests import SampleWordsRequest
-from harness.text import decide_word
+from harness.text import decide_word, first_complete_word, normalise_word
 from plugins.hf.draws import draw_counts, draw_counts_folded
+from plugins.hf.tokens import decode_many, fast_decoder
 from plugins.hf.word_boundaries import space_initial_mask, word_on_space
 from plugins.hf.word_sampler import TrieWordSampler
 from tests.test_word_sampler import TOK, VOCAB, ByteTokenizer, StubLM, markov2
@@ -86,3 +87,44 @@ def test_bulk_counting_on_smollm2_matches_per_child_decoding(smollm2: Any) -> No
         on = TrieWordSampler(smollm2.model, tokenizer, batch_size=256).sample_many(group)
         off = TrieWordSampler(smollm2.model, tokenizer, batch_size=256, fold_word_ends=False).sample_many(group)
         assert [r.to_record() for r in on] == [r.to_record() for r in off]
+
+
+def _first_complete_word_by_characters(text: str, ended: bool) -> tuple[str | None, bool]:
+    """The character walk ``first_complete_word`` used before it split with ``str.split`` (kept as the reference)."""
+    pos, n = 0, len(text)
+    while pos < n:
+        while pos < n and text[pos].isspace():
+            pos += 1
+        start = pos
+        while pos < n and not text[pos].isspace():
+            pos += 1
+        if start == pos:
+            break
+        word = normalise_word(text[start:pos])
+        if word:
+            return word, pos < n or ended
+    return None, False
+
+
+def test_first_complete_word_cuts_the_chunks_the_character_walk_cut() -> None:
+    """``str.split`` and ``str.isspace`` agree on every whitespace character, Unicode ones included."""
+    rng = np.random.default_rng(0)
+    alphabet = [*"ab c.,-'\n\t!1_", "\u00a0", "\u2003", "\x1c", "\x85", "é", "\ufffd", "É", "\u200b", "—", "  "]
+    for _ in range(20_000):
+        text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 12))))
+        for ended in (False, True):
+            assert first_complete_word(text, ended) == _first_complete_word_by_characters(text, ended), repr(text)
+
+
+@pytest.mark.slow
+def test_the_fast_decoder_gives_the_tokenizers_own_text(smollm2: Any) -> None:
+    """The Rust tokenizer called directly decodes as ``tokenizer.decode`` does, on random id lists (special tokens
+    and split UTF-8 included) and on every single token."""
+    tokenizer = smollm2.tokenizer
+    decode = fast_decoder(tokenizer)
+    rng = np.random.default_rng(0)
+    rows = [rng.integers(0, tokenizer.vocab_size, size=int(rng.integers(0, 20))).tolist() for _ in range(2_000)]
+    rows += [[token] for token in range(tokenizer.vocab_size)]
+    expected = [tokenizer.decode(row, skip_special_tokens=True, clean_up_tokenization_spaces=False) for row in rows]
+    assert [decode(row) for row in rows] == expected
+    assert decode_many(tokenizer, rows) == expected
