@@ -131,28 +131,52 @@ class OpCounter(TorchDispatchMode):
     context passes, the level passes and the draws (``ops_per_pass`` divides them by the level passes). On a GPU
     each is a kernel launch, which is what a pass of a small model costs there (docs/word-sampling.md, "Where a GPU
     run's time goes"). Counted on a CPU it approximates a GPU's count: a cast that a bf16 model makes is a no-op in
-    fp32, and the draws count their tokens on the host there."""
+    fp32, and the draws count their tokens on the host there.
+
+    With ``--pass-capture static`` the operations inside each fixed-shape forward pass (what a CUDA graph replays
+    with one launch) are counted apart (``inside``), so ``ops`` is what a GPU still launches one by one."""
 
     def __init__(self) -> None:
         super().__init__()
         self.ops = 0
+        self.inside = 0
+        self.in_pass = False
 
     def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         if func.overloadpacket.__name__ not in _NO_KERNEL:
-            self.ops += 1
+            if self.in_pass:
+                self.inside += 1
+            else:
+                self.ops += 1
         return func(*args, **(kwargs or {}))
+
+    def apart(self, static: Any) -> None:
+        """Count the operations of ``static``'s forward passes in ``inside``, not ``ops``."""
+        forward = static._pass
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.in_pass = True
+            try:
+                return forward(*args, **kwargs)
+            finally:
+                self.in_pass = False
+
+        static._pass = counted
 
 
 def _count_passes(sampler: Any) -> list[int]:
-    """A one-element counter of the level passes ``sampler`` runs from now on (its ``_step`` calls)."""
+    """A one-element counter of the level passes ``sampler`` runs from now on (its ``_step`` calls, or its
+    fixed-shape pass's ``run`` calls)."""
     count = [0]
-    step = sampler._step
+    owner = sampler._static if sampler._static is not None else sampler
+    name = "run" if sampler._static is not None else "_step"
+    step = getattr(owner, name)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
         count[0] += 1
         return step(*args, **kwargs)
 
-    sampler._step = counted
+    setattr(owner, name, counted)
     return count
 
 
@@ -164,7 +188,7 @@ def _sync(device: torch.device) -> None:
 def replay_group(sampler: Any, group: dict[str, Any], vocab: int, rng: np.random.Generator) -> None:
     """One recorded group's passes through ``sampler``'s model, in the recorded order, with random tokens."""
     from plugins.hf.draws import draw_counts
-    from plugins.hf.word_sampler import _Chunk, _Node
+    from plugins.hf.trie_nodes import PassChunk, TrieNode
 
     contexts: list[list[int]] = [[] for _ in group["contexts"]]
     for carrier, served in group["carriers"]:
@@ -172,13 +196,14 @@ def replay_group(sampler: Any, group: dict[str, Any], vocab: int, rng: np.random
         for k in served:
             contexts[k] = ids[: group["contexts"][k]]
     probs, prefixes, token_bytes = sampler._encode_contexts(contexts, 1.0)
+    sampler.begin_group(prefixes, group.get("max_new_tokens", 32))
     draw_counts(probs, [rng.random(n) for n in group["n"]])
-    chunks = [_Chunk(None, 0, len(contexts))]
+    chunks = [PassChunk(None, 0, len(contexts))]
     for level in group["levels"]:
         depth = level["depth"]
         tokens = rng.integers(100, vocab, len(level["parents"])).tolist()
         nodes = [
-            _Node(tokens=(0,) * (depth - 1) + (token,), count=count, parent_row=parent, text="", req=req)
+            TrieNode(tokens=(0,) * (depth - 1) + (token,), count=count, parent_row=parent, text="", req=req)
             for token, parent, req, count in zip(tokens, level["parents"], level["reqs"], level["counts"], strict=True)
         ]
         next_chunks = []
@@ -214,7 +239,12 @@ def replay(args: argparse.Namespace) -> int:
             with device:
                 model = AutoModelForCausalLM.from_config(config_for(family, args.size), dtype=dtype).eval()
             sampler = TrieWordSampler(
-                model, _NoTokenizer(), batch_size=args.batch_size, device=device, prefix_layout=args.prefix_layout
+                model,
+                _NoTokenizer(),
+                batch_size=args.batch_size,
+                device=device,
+                prefix_layout=args.prefix_layout,
+                pass_capture=args.pass_capture,
             )
         except Exception as exc:  # a family this transformers cannot build: reported, the others still run
             rows.append({"family": family, "error": f"{type(exc).__name__}: {exc}"[:200]})
@@ -226,6 +256,8 @@ def replay(args: argparse.Namespace) -> int:
             replay_group(sampler, {**groups[0], "levels": groups[0]["levels"][:1]}, vocab, np.random.default_rng(1))
             _sync(device)
             counter = OpCounter() if args.count_ops else None
+            if counter is not None and sampler._static is not None:
+                counter.apart(sampler._static)
             passes = _count_passes(sampler)
             started = time.perf_counter()
             with counter if counter is not None else contextlib.nullcontext():
@@ -241,8 +273,11 @@ def replay(args: argparse.Namespace) -> int:
             "params_m": round(sum(p.numel() for p in model.parameters()) / 1e6, 1),
             "fast_path": sampler.shared_prefix,
             "prefix_layout": sampler.prefix_layout,
+            "pass_capture": sampler.pass_capture,
+            **({"graphs_recorded": sampler._static.recorded} if sampler._static is not None else {}),
             "passes": passes[0],
             **({"ops_per_pass": round(counter.ops / max(1, passes[0]))} if counter is not None else {}),
+            **({"ops_inside_pass": round(counter.inside / max(1, passes[0]))} if counter and counter.inside else {}),
             "positions": positions,
             "seconds": round(seconds, 2),
             "us_per_position": round(seconds * 1e6 / positions, 1),
@@ -291,6 +326,12 @@ def main() -> int:
         choices=("auto", "runs", "rows"),
         default="auto",
         help="the trie attention's layout (auto: runs on a CPU, rows on a GPU)",
+    )
+    rep.add_argument(
+        "--pass-capture",
+        choices=("off", "static", "graphs"),
+        default="off",
+        help="run each level's pass at fixed shapes (static), replayed as CUDA graphs (graphs, GPU only)",
     )
     rep.add_argument(
         "--count-ops",

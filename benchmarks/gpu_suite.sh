@@ -12,8 +12,10 @@
 #
 # Steps, in order of what matters most:
 #   1. the device, and torch/transformers versions;
-#   2. provo, first 200 contexts, n = 1000, bfloat16 on CUDA (runs/gpu-bf16): tested afterwards against the CPU's
-#      float32 runs with benchmarks/validate_bf16.py --compare;
+#   2. the fixed-shape pass replayed as CUDA graphs against the same passes run eagerly (tests/test_static_pass.py);
+#      provo, first 200 contexts, n = 1000, bfloat16 on CUDA (runs/gpu-bf16): tested afterwards against the CPU's
+#      float32 runs with benchmarks/validate_bf16.py --compare; the same 200 with each level's passes replayed as CUDA
+#      graphs (runs/gpu-bf16-graphs, --model-args pass_capture=graphs); the faster of the two runs the steps after;
 #   3. the block shape: the first SWEEP_LIMIT (512) contexts in blocks of 64 x 1,024, 256 x 4,096 and 512 x 8,192
 #      (contexts per pass x rows per pass; SUITE_SWEEP="CxR ..." picks others), runs/sweep-CxR;
 #   4. the full provo task in bfloat16 on CUDA (runs/gpu-bf16-full) in the fastest shape, timed; it leaves
@@ -22,7 +24,8 @@
 #   5. the statistical tests of the sampler and the generator against plain generate, on CUDA (pytest), and the
 #      bulk counting of decided children against decoding every child;
 #   6. the trie replay: the first contexts' tries recorded with the model, replayed at SmolLM2's shape in both layouts
-#      of the trie attention (runs of contexts, a CPU's; all rows at once, a GPU's), then through 1B-class models of
+#      of the trie attention (runs of contexts, a CPU's; all rows at once, a GPU's) and as CUDA graphs, then through
+#      1B-class models of
 #      every family served and 8B-class llama and qwen2 (benchmarks/bench_trie_replay.py);
 #   7. bench_generate (batched against per-prompt generate, both on the same first 64 ASSET inputs);
 #   8. provo, first 200 contexts, float32 on CUDA (runs/gpu-fp32), then the full task in float32 (runs/gpu-fp32-full);
@@ -63,8 +66,20 @@ EOF
 }
 
 step env 60 bash -c "nvidia-smi; $py -c 'import torch, transformers; print(torch.__version__, transformers.__version__, torch.cuda.get_device_name(0))'"
+step pytest-graphs 120 "$py" -m pytest -q -p no:cacheprovider tests/test_static_pass.py
 step provo-bf16-200 240 "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-bf16" --model-args dtype=bfloat16
 rate=$(rate_of gpu-bf16 2>/dev/null || echo 1)
+# The same contexts with every trie level's passes replayed as CUDA graphs; the faster capture runs the steps after.
+capture=off
+step provo-graphs-200 180 "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-bf16-graphs" \
+  --model-args dtype=bfloat16,pass_capture=graphs
+if graphs_rate=$(rate_of gpu-bf16-graphs 2>/dev/null); then
+  echo "## 200 contexts: $rate s/context eager, $graphs_rate s/context as CUDA graphs"
+  if "$py" -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$graphs_rate" "$rate"; then
+    capture=graphs rate=$graphs_rate
+  fi
+fi
+echo "## pass capture for the steps after: $capture"
 # Leave SUITE_RESERVE seconds for the steps after the full run; the full corpus is 2,687 contexts.
 reserve=${SUITE_RESERVE:-360}
 [ "$quick" = 1 ] && reserve=${SUITE_RESERVE:-30}
@@ -76,18 +91,18 @@ echo "## provo bf16 rate $rate s/context: full run on $full contexts"
 # run below uses the fastest.
 sweep_limit=${SWEEP_LIMIT:-512}
 [ "$quick" = 1 ] && sweep_limit=$((limit * 2))
-best_args="dtype=bfloat16"
+best_args="dtype=bfloat16,pass_capture=$capture"
 best_rows=auto
 if [[ " ${SUITE_SKIP:-} " != *" sweep "* ]]; then
   best_rate=""
   for shape in ${SUITE_SWEEP:-64x1024 256x4096 512x8192}; do
     contexts=${shape%x*} rows=${shape#*x}
     step "sweep-$shape" $(( $(left) < 120 ? $(left) : 120 )) "${provo[@]}" --limit "$sweep_limit" \
-      --output-dir "$out/runs/sweep-$shape" --model-args "dtype=bfloat16,contexts_per_pass=$contexts" --batch-size "$rows"
+      --output-dir "$out/runs/sweep-$shape" --model-args "dtype=bfloat16,contexts_per_pass=$contexts,pass_capture=$capture" --batch-size "$rows"
     r=$(rate_of "sweep-$shape" 2>/dev/null) || continue
     echo "## sweep $shape: $r s/context"
     if [ -z "$best_rate" ] || "$py" -c "import sys; sys.exit(0 if float(sys.argv[1]) < float(sys.argv[2]) else 1)" "$r" "$best_rate"; then
-      best_rate=$r best_args="dtype=bfloat16,contexts_per_pass=$contexts" best_rows=$rows rate=$r
+      best_rate=$r best_args="dtype=bfloat16,contexts_per_pass=$contexts,pass_capture=$capture" best_rows=$rows rate=$r
     fi
   done
   echo "## fastest: --model-args $best_args --batch-size $best_rows"
@@ -117,10 +132,14 @@ for layout in runs rows; do
     --size 135m --families llama --groups 2 --device "$device" --dtype bfloat16 --prefix-layout "$layout" \
     --json "$out/trie_layout_$layout.json"
 done
+step trie-graphs $(( $(left) < 60 ? $(left) : 60 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
+  --size 135m --families llama --groups 2 --device "$device" --dtype bfloat16 --pass-capture graphs \
+  --json "$out/trie_graphs.json"
 step trie-replay-1b $(( $(left) < 180 ? $(left) : 180 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
-  --size 1b --groups 2 --device "$device" --dtype bfloat16 --json "$out/trie_replay_1b.json"
+  --size 1b --groups 2 --device "$device" --dtype bfloat16 --pass-capture "$capture" --json "$out/trie_replay_1b.json"
 step trie-replay-8b $(( $(left) < 120 ? $(left) : 120 )) "$py" benchmarks/bench_trie_replay.py replay "$out/trie_trace.json" \
-  --size 8b --groups 1 --device "$device" --dtype bfloat16 --families llama,qwen2 --json "$out/trie_replay_8b.json"
+  --size 8b --groups 1 --device "$device" --dtype bfloat16 --families llama,qwen2 --pass-capture "$capture" \
+  --json "$out/trie_replay_8b.json"
 step bench-generate-bf16 $(( $(left) < 150 ? $(left) : 150 )) "$py" benchmarks/bench_generate.py --model "$model" --device "$device" \
   --dtype bfloat16 --limit "$gen" --n 10 --max-new-tokens "$tokens" --baseline-limit "$gen"
 step provo-fp32-200 $(( $(left) < 60 ? $(left) : 60 )) "${provo[@]}" --limit "$limit" --output-dir "$out/runs/gpu-fp32"

@@ -337,6 +337,11 @@ def test_adapter_identity_holds_the_rows_per_pass_in_force() -> None:
     assert identity("auto", contexts_per_pass="AUTO") == {"contexts_per_pass": 64, "step_rows": AUTO_STEP_ROWS["cpu"]}
     assert identity("auto", max_batch="100") == {"contexts_per_pass": 64, "step_rows": 100}
     assert identity("32", contexts_per_pass="4") == {"contexts_per_pass": 4, "step_rows": 32}
+    # Fixed-shape passes round differently: named when on, left out when off (so older stores still resume).
+    assert identity("32", pass_capture="static") == {"contexts_per_pass": 64, "step_rows": 32, "pass_capture": "static"}
+    assert identity("32", pass_capture="off") == identity("32", pass_capture="auto") == identity("32")
+    with pytest.raises(ModelLoadError, match="--model-args pass_capture: pass capture 'graphs' needs a CUDA device"):
+        identity("32", pass_capture="graphs")
     # A GPU's auto block is wider (its passes are host-bound); a given number is kept on any device.
     cuda = torch.device("cuda")
     assert HFAdapter.contexts_per_pass({"contexts_per_pass": "auto"}, cuda) == 256
@@ -346,7 +351,8 @@ def test_adapter_identity_holds_the_rows_per_pass_in_force() -> None:
 
 def test_adapter_options_are_declared_with_their_defaults() -> None:
     options = HFAdapter.options
-    assert options.names() == ["dtype", "revision", "trust_remote_code", "max_batch", "contexts_per_pass"]
+    names = ["dtype", "revision", "trust_remote_code", "max_batch", "contexts_per_pass", "pass_capture"]
+    assert options.names() == names
     assert all(option.help for option in options)
     assert options.parse({}, "x") == {
         "dtype": "float32",
@@ -354,6 +360,7 @@ def test_adapter_options_are_declared_with_their_defaults() -> None:
         "trust_remote_code": False,
         "max_batch": None,
         "contexts_per_pass": "auto",
+        "pass_capture": "auto",
     }
     given = {
         "dtype": "BF16",
@@ -361,6 +368,7 @@ def test_adapter_options_are_declared_with_their_defaults() -> None:
         "trust_remote_code": "yes",
         "max_batch": "8",
         "contexts_per_pass": "4",
+        "pass_capture": "static",
     }
     assert options.parse(given, "x") == {
         "dtype": "bf16",
@@ -368,6 +376,7 @@ def test_adapter_options_are_declared_with_their_defaults() -> None:
         "trust_remote_code": True,
         "max_batch": 8,
         "contexts_per_pass": 4,
+        "pass_capture": "static",
     }
     # Every name the loader accepts is accepted, and read the way the loader reads it ("" is its default).
     for name in (*DTYPE_NAMES, "Float32", ""):

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.bench_trie_replay import _NoTokenizer, _positions, replay_group
+from benchmarks.bench_trie_replay import OpCounter, _NoTokenizer, _positions, replay_group
 from harness.requests import SampleWordsRequest
 from tests.test_model_families import tiny
 from tests.test_word_sampler import ByteTokenizer
@@ -59,6 +59,20 @@ def test_the_trace_records_every_pass_and_the_replay_runs_the_same_rows_on_anoth
     with torch.inference_mode():
         replay_group(other, group, other.model.config.vocab_size, np.random.default_rng(0))
     assert sum(replayed) == sum(rows)
+    assert group["max_new_tokens"] == 3
+
+    # At fixed shapes the same rows run, and the operations inside each forward pass (one CUDA graph launch on a
+    # GPU) are counted apart from the ones a GPU still launches one by one.
+    fixed = TrieWordSampler(tiny("gpt2"), _NoTokenizer(), batch_size=64, pass_capture="static")
+    replayed_fixed = _rows_run(fixed)
+    counter = OpCounter()
+    counter.apart(fixed._static)
+    with torch.inference_mode(), counter:
+        replay_group(fixed, group, fixed.model.config.vocab_size, np.random.default_rng(0))
+    assert replayed_fixed == replayed
+    assert fixed._static is not None and fixed._static.buffers is not None
+    assert fixed._static.buffers.slots == 3
+    assert counter.inside > counter.ops > 0
 
 
 def test_rows_by_chunk_groups_parent_rows_in_chunk_order() -> None:

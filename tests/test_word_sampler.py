@@ -504,16 +504,19 @@ def test_trie_sampler_matches_plain_generate_on_smollm2(smollm2: Any) -> None:
     """One generate() run of 400 samples x 5 tokens gives the reference for both modes (exact mode with a 5-token
     cap rejects as truncated where generate's text has no complete word). The trie sampler draws 1500.
     Temperature 0.7 must be told apart from the same reference, so the test has power (measured p-values: 0.75
-    exact and 0.68 paper for the real sampler, 4e-63 for temperature 0.7)."""
+    exact and 0.68 paper for the real sampler, 4e-63 for temperature 0.7). The passes at their own shapes and at
+    fixed shapes (``pass_capture``; replayed as CUDA graphs on a GPU) both pass."""
     k = 5
     reference = _generate_outcomes(smollm2, CONTEXT, n=400, max_new_tokens=k, seed=0)
-    sampler = TrieWordSampler(smollm2.model, smollm2.tokenizer, batch_size=64)
-    for mode in ("exact", "paper"):
-        req = SampleWordsRequest(context=CONTEXT, n=1500, seed=1, mode=mode, max_new_tokens=k)
-        trie = outcomes(sampler.sample(req))
-        assert two_sample_pvalue(reference[mode], trie) > 1e-3, mode
-        cold = outcomes(sampler.sample(SampleWordsRequest(**{**req.to_record(), "temperature": 0.7})))
-        assert two_sample_pvalue(reference[mode], cold) < 1e-6, mode
+    captures = ("off", "static", "graphs") if smollm2.device.type == "cuda" else ("off", "static")
+    for capture in captures:
+        sampler = TrieWordSampler(smollm2.model, smollm2.tokenizer, batch_size=64, pass_capture=capture)
+        for mode in ("exact", "paper"):
+            req = SampleWordsRequest(context=CONTEXT, n=1500, seed=1, mode=mode, max_new_tokens=k)
+            trie = outcomes(sampler.sample(req))
+            assert two_sample_pvalue(reference[mode], trie) > 1e-3, (capture, mode)
+            cold = outcomes(sampler.sample(SampleWordsRequest(**{**req.to_record(), "temperature": 0.7})))
+            assert two_sample_pvalue(reference[mode], cold) < 1e-6, (capture, mode)
 
 
 @pytest.mark.slow

@@ -22,9 +22,9 @@ import numpy as np
 import torch
 from transformers.utils import logging as transformers_logging
 
-from harness.errors import HarnessError
+from harness.errors import HarnessError, ModelLoadError
 from harness.models import ModelAdapter, ModelSpec
-from harness.options import Option, Options, boolean, optional, or_auto, positive_int, text
+from harness.options import Option, Options, boolean, one_of, optional, or_auto, positive_int, text
 from harness.progress import progress_enabled
 from harness.requests import (
     GenerateRequest,
@@ -50,6 +50,7 @@ from plugins.hf.load_options import (
 )
 from plugins.hf.loading import LoadedModel, load_hf_model
 from plugins.hf.query_scoring import QueryScorer
+from plugins.hf.static_pass import PASS_CAPTURES, capture_for
 from plugins.hf.token_level import TokenLevel
 from plugins.hf.word_distribution import ExactWordSearch
 from plugins.hf.word_sampler import TrieWordSampler
@@ -70,6 +71,14 @@ def _dtype_name(value: Any) -> str:
     if name not in DTYPE_NAMES:
         raise ValueError(f"expected one of {', '.join(DTYPE_NAMES)}, got {value!r}")
     return name
+
+
+def _capture(settings: dict[str, Any], device: torch.device) -> str:
+    """The word sampler's pass capture in force on ``device``, or the model argument's error in one line."""
+    try:
+        return capture_for(settings["pass_capture"], device)
+    except ValueError as exc:
+        raise ModelLoadError(f"--model-args pass_capture: {exc}") from None
 
 
 class HFAdapter(ModelAdapter):
@@ -103,6 +112,13 @@ class HFAdapter(ModelAdapter):
             "requests answered together (sample_words contexts share trie passes, prompts share generation steps); "
             "auto: 64 on a CPU, 256 on a GPU",
         ),
+        Option(
+            "pass_capture",
+            one_of("auto", *PASS_CAPTURES),
+            "auto",
+            "how the word sampler runs a trie level's pass: off (its own shapes), static (fixed shapes), graphs "
+            "(fixed shapes replayed as CUDA graphs, GPU only); auto: off",
+        ),
     )
 
     @classmethod
@@ -113,7 +129,10 @@ class HFAdapter(ModelAdapter):
         settings = cls.options.parse(spec.args, f"--model-args for {spec.label}")
         device = resolve_device(spec.device)
         step_rows = resolve_batch_size(spec.batch_size, device, settings["max_batch"], AUTO_STEP_ROWS)
-        return {"contexts_per_pass": cls.contexts_per_pass(settings, device), "step_rows": step_rows}
+        identity = {"contexts_per_pass": cls.contexts_per_pass(settings, device), "step_rows": step_rows}
+        capture = _capture(settings, device)
+        # Fixed-shape passes change the last bits too; named only when on, so stores written before it resume.
+        return identity if capture == "off" else {**identity, "pass_capture": capture}
 
     @staticmethod
     def contexts_per_pass(settings: dict[str, Any], device: torch.device) -> int:
@@ -125,6 +144,7 @@ class HFAdapter(ModelAdapter):
         # Checked before the (long) load: a typo is reported at once, by name, with the accepted list.
         self.settings = self.options.parse(spec.args, f"--model-args for {spec.label}")
         self.group_size: int = self.contexts_per_pass(self.settings, resolve_device(spec.device))
+        pass_capture = _capture(self.settings, resolve_device(spec.device))
         if not progress_enabled():
             transformers_logging.disable_progress_bar()
         self._loaded: LoadedModel | None = load_hf_model(
@@ -141,6 +161,7 @@ class HFAdapter(ModelAdapter):
             self._loaded.tokenizer,
             batch_size=self._loaded.step_rows,
             device=self._loaded.device,
+            pass_capture=pass_capture,
         )
         self._generator: BatchGenerator | None = BatchGenerator(
             self._loaded.model,
@@ -267,6 +288,7 @@ class HFAdapter(ModelAdapter):
             "contexts_per_pass": self.group_size,
             "shared_prefix_attention": bool(self._sampler is not None and self._sampler.shared_prefix),
             "prefix_layout": self._sampler.prefix_layout if self._sampler is not None else None,
+            "pass_capture": self._sampler.pass_capture if self._sampler is not None else None,
             "generation": self._generator.mode if self._generator is not None else None,
             "parameters": sum(p.numel() for p in loaded.model.parameters()),
             "transformers_version": transformers.__version__,

@@ -92,6 +92,14 @@ class NextTokenHead:
         temperature 1, where it changes no value), the softmax."""
         return self.softmax(self.logits(hidden), temperature)
 
+    def reserve(self, rows: int) -> None:
+        """Allocate the buffers for ``rows`` rows now: a CUDA graph records the buffers' addresses, so they must
+        not be replaced by wider ones after it (:mod:`plugins.hf.static_pass`)."""
+        self._buffer("logits", rows, self.weight.dtype)
+        if self.weight.dtype != torch.float32:
+            self._buffer("upcast", rows, torch.float32)
+        self._buffer("probs", rows, torch.float32)
+
     def _buffer(self, name: str, rows: int, dtype: torch.dtype) -> torch.Tensor:
         """The first ``rows`` rows of the named buffer, grown (never shrunk) to fit."""
         buffer = self._buffers.get(name)

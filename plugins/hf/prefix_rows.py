@@ -77,16 +77,35 @@ class RowPrefix:
     :mod:`plugins.hf.prefix_attention` for a GPU (module docstring)."""
 
     def __init__(self, carriers: PaddedCarriers, row_requests: Sequence[int]) -> None:
-        self.carriers = carriers
         device = carriers.device
+        #: Per layer, the carriers' keys/values ``[carriers, kv_heads, positions, head_dim]``.
+        self.keys, self.values = carriers.keys, carriers.values
+        #: Which carrier each row reads: ``[rows]``.
         self.carrier = torch.tensor([carriers.carrier[r] for r in row_requests], dtype=torch.long, device=device)
         lengths = torch.tensor([carriers.length[r] for r in row_requests], device=device)
-        past = torch.arange(carriers.max_positions, device=device) >= lengths[:, None]
-        #: Additive mask ``[rows, 1, 1, max_positions]``: 0 on a row's own context, -inf past it (padding included).
-        self.mask = torch.zeros(past.shape, device=device).masked_fill_(past, -math.inf)[:, None, None, :]
+        #: Additive mask ``[rows, 1, 1, positions]``: 0 on a row's own context, -inf past it (padding included).
+        self.mask = context_mask(lengths, carriers.max_positions)
+        #: Additive mask ``[suffix_len]`` on the suffix scores, or None: a pass at fixed shapes
+        #: (:mod:`plugins.hf.static_pass`) holds every row's suffix in a fixed number of slots, the later ones empty.
+        self.suffix_mask: torch.Tensor | None = None
+
+    @classmethod
+    def over(
+        cls,
+        keys: list[torch.Tensor],
+        values: list[torch.Tensor],
+        carrier: torch.Tensor,
+        mask: torch.Tensor,
+        suffix_mask: torch.Tensor | None,
+    ) -> RowPrefix:
+        """The layout over given tensors (a fixed-shape pass's buffers, filled before each pass)."""
+        layout = cls.__new__(cls)
+        layout.keys, layout.values, layout.carrier, layout.mask = keys, values, carrier, mask
+        layout.suffix_mask = suffix_mask
+        return layout
 
     def longest(self) -> int:
-        return self.carriers.max_positions
+        return int(self.keys[0].shape[2])
 
     def attend(
         self,
@@ -99,13 +118,21 @@ class RowPrefix:
     ) -> torch.Tensor:
         """``[prefix; suffix]`` scores of every row (soft-capped where the model caps), one float32 softmax, the two
         value products added."""
-        keys = self.carriers.keys[layer].index_select(0, self.carrier)
-        values = self.carriers.values[layer].index_select(0, self.carrier)
+        keys = self.keys[layer].index_select(0, self.carrier)
+        values = self.values[layer].index_select(0, self.carrier)
         positions = keys.shape[2]
         scores = torch.cat([torch.einsum("bhgd,bhld->bhgl", q, keys), suffix_scores(q, key)], dim=-1).float()
         capped(scores.mul_(scale), softcap)
         scores[..., :positions] += self.mask
+        if self.suffix_mask is not None:
+            scores[..., positions:] += self.suffix_mask
         weights = torch.softmax(scores, dim=-1).to(value.dtype)
         return torch.einsum("bhgl,bhld->bhgd", weights[..., :positions], values) + torch.einsum(
             "bhgl,bhld->bhgd", weights[..., positions:], value
         )
+
+
+def context_mask(lengths: torch.Tensor, positions: int) -> torch.Tensor:
+    """The additive mask ``[rows, 1, 1, positions]`` of rows whose contexts have ``lengths``: 0 before, -inf from."""
+    past = torch.arange(positions, device=lengths.device) >= lengths[:, None]
+    return torch.zeros(past.shape, device=lengths.device).masked_fill_(past, -math.inf)[:, None, None, :]

@@ -28,14 +28,13 @@ change floating-point rounding; keep it fixed to reproduce results bit for bit.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
 from harness.requests import SampleWordsRequest, SampleWordsResponse
-from harness.text import Outcome, decide_word
+from harness.text import decide_word
 from plugins.hf import inplace_mlp, prefix_attention
 from plugins.hf.draws import draw_counts, draw_counts_folded
 from plugins.hf.load_options import AUTO_STEP_ROWS
@@ -43,8 +42,10 @@ from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cac
 from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.prefix_attention import PrefixBatch, PrefixLayout, SharedPrefix
 from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, layout_for
+from plugins.hf.static_pass import StaticPass, capture_for
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 from plugins.hf.trie_cache import cache_bytes, carriers, gather_rows, mergeable, request_runs, rows_by_chunk
+from plugins.hf.trie_nodes import PassChunk, Tallies, TrieNode, level_slices
 from plugins.hf.word_boundaries import space_initial_mask, word_on_space
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
@@ -55,40 +56,6 @@ DEFAULT_BATCH_SIZE = AUTO_STEP_ROWS["cpu"]
 #: Cap on the key/value bytes gathered for one forward pass: with long contexts fewer rows go into each pass, so
 #: memory stays bounded (the cap depends only on the model and the request, so results stay deterministic).
 DEFAULT_MAX_CACHE_BYTES = 2 * 1024**3
-
-
-@dataclass
-class _Node:
-    """A trie node: a token prefix, the samples that reached it, its parent's row in the previous level, its word."""
-
-    tokens: tuple[int, ...]
-    count: int
-    parent_row: int
-    text: str
-    outcome: Outcome = ("open", "")
-    #: Index of the request (within one ``sample_many`` group) this node samples for.
-    req: int = 0
-
-
-@dataclass
-class _Chunk:
-    """One forward pass of a trie level: rows ``start:end`` and their key/value cache, which the next level gathers
-    its parents' rows from. (Its probabilities are drawn from as soon as the pass ends, then dropped.)"""
-
-    cache: Any
-    start: int
-    end: int
-
-
-@dataclass
-class _Tallies:
-    """The per-request state of one ``sample_many`` call: requests, random streams, decoders, and what was counted."""
-
-    requests: Sequence[SampleWordsRequest]
-    rngs: list[np.random.Generator]
-    decoders: list[ContinuationDecoder]
-    counts: list[dict[str, int]]
-    rejected: list[dict[str, int]]
 
 
 class TrieWordSampler:
@@ -111,6 +78,7 @@ class TrieWordSampler:
         use_shared_prefix: bool = True,
         fold_word_ends: bool = True,
         prefix_layout: str = "auto",
+        pass_capture: str = "auto",
     ):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
@@ -130,6 +98,13 @@ class TrieWordSampler:
         self._padded: tuple[list[SharedPrefix], PaddedCarriers] | None = None
         #: The decoder and its LM head writing into reused buffers; the shared-prefix path runs through it.
         self._head = NextTokenHead(model) if self.shared_prefix else None
+        #: Whether a level's passes run at fixed shapes, replayed as CUDA graphs on a GPU (:mod:`.static_pass`; they
+        #: read the contexts through the rows layout).
+        self.pass_capture = capture_for(pass_capture, self.device) if self._head is not None else "off"
+        self._static: StaticPass | None = None
+        if self._head is not None and self.pass_capture != "off":
+            self.prefix_layout = "rows"
+            self._static = StaticPass(self._head, model.config, batch_size, graphs=self.pass_capture == "graphs")
         inplace_mlp.enable(model)
         #: Whether children whose word is already decided are counted on the device (:mod:`.word_boundaries`); off,
         #: every child is decoded on the host (the same counts, kept for the tests that check that).
@@ -194,12 +169,13 @@ class TrieWordSampler:
         rows = torch.stack([last_hidden[i] for i in order])
         return self._head.probabilities(rows, temperature), [prefixes[i] for i in order], token_bytes
 
-    def _trace_group(self, contexts: list[list[int]], n: list[int]) -> dict[str, Any] | None:
+    def _trace_group(self, contexts: list[list[int]], n: list[int], slots: int) -> dict[str, Any] | None:
         """A new trace record for this group when tracing is on (shared-prefix path only: the one replayed)."""
         if self.trace is None or not self.shared_prefix:
             return None
         served_by = [[carrier, served] for carrier, served in carriers(contexts)]
-        record = {"contexts": [len(ids) for ids in contexts], "carriers": served_by, "n": n, "levels": []}
+        record = {"contexts": [len(ids) for ids in contexts], "carriers": served_by, "n": n, "levels": [],
+                  "max_new_tokens": slots}  # fmt: skip
         self.trace.append(record)  # its levels are appended as they run
         return record
 
@@ -207,34 +183,21 @@ class TrieWordSampler:
         """``batch_size``, lowered so one pass's gathered cache (``row_bytes`` per row) fits ``max_cache_bytes``."""
         return max(1, min(self.batch_size, self.max_cache_bytes // max(1, row_bytes)))
 
-    def _level_slices(
-        self, nodes: list[_Node], chunks: list[_Chunk], can_merge: bool, rows: int
-    ) -> list[tuple[int, int]]:
-        """Row ranges of the next forward passes: at most ``rows`` rows, within one parent chunk if needed."""
-        slices: list[tuple[int, int]] = []
-        start = 0
-        while start < len(nodes):
-            end = min(start + rows, len(nodes))
-            if not can_merge:
-                chunk_end = next(c.end for c in chunks if c.start <= nodes[start].parent_row < c.end)
-                while end > start + 1 and nodes[end - 1].parent_row >= chunk_end:
-                    end -= 1
-            slices.append((start, end))
-            start = end
-        return slices
-
     def _run_level(
         self,
-        nodes: list[_Node],
-        chunks: list[_Chunk],
+        nodes: list[TrieNode],
+        chunks: list[PassChunk],
         row_bytes: int,
         temperature: float,
         prefixes: list[SharedPrefix] | None = None,
-    ) -> Iterator[tuple[_Chunk, torch.Tensor]]:
+    ) -> Iterator[tuple[PassChunk, torch.Tensor]]:
         """One trie level: forward every node's last token on its parent's cache rows, in passes of at most
         ``batch_size`` rows; yields each pass with its probabilities, to be drawn from before the next pass."""
+        if self._static is not None and prefixes is not None:
+            yield from self._run_static(nodes, chunks, row_bytes, temperature, prefixes)
+            return
         can_merge = chunks[0].cache is None or mergeable(chunks[0].cache)
-        for start, end in self._level_slices(nodes, chunks, can_merge, self._rows_per_pass(row_bytes)):
+        for start, end in level_slices(nodes, chunks, can_merge, self._rows_per_pass(row_bytes)):
             parts = [
                 (chunks[k].cache, torch.tensor(rows, dtype=torch.long, device=self.device))
                 for k, rows in rows_by_chunk([n.parent_row for n in nodes[start:end]], [c.start for c in chunks])
@@ -254,9 +217,32 @@ class TrieWordSampler:
                 kwargs["position_ids"] = positions.view(-1, 1).to(self.device)
                 kwargs["shared_prefix"] = self._layout(prefixes, batch)
             probs, cache = self._step(input_ids, cache, temperature, **kwargs)
-            yield _Chunk(cache, start, end), probs
+            yield PassChunk(cache, start, end), probs
 
-    def _layout(self, prefixes: list[SharedPrefix], batch: list[_Node]) -> PrefixLayout:
+    def _run_static(
+        self, nodes: list[TrieNode], chunks: list[PassChunk], row_bytes: int, temperature: float,
+        prefixes: list[SharedPrefix],
+    ) -> Iterator[tuple[PassChunk, torch.Tensor]]:  # fmt: skip
+        """:meth:`_run_level` at fixed shapes (:class:`StaticPass`): a chunk's cache is its rows' suffix tensor."""
+        assert self._static is not None
+        depth = len(nodes[0].tokens)
+        for start, end in level_slices(nodes, chunks, True, self._rows_per_pass(row_bytes)):
+            batch = nodes[start:end]
+            parents = [] if depth == 1 else [
+                (chunks[k].cache, torch.tensor(rows, dtype=torch.long, device=self.device))
+                for k, rows in rows_by_chunk([n.parent_row for n in batch], [c.start for c in chunks])
+            ]  # fmt: skip
+            positions = [prefixes[n.req].length + depth - 1 for n in batch]
+            probs = self._static.run([n.tokens[-1] for n in batch], positions, [n.req for n in batch], parents,
+                                     depth, temperature)  # fmt: skip
+            yield PassChunk(self._static.take(end - start, depth), start, end), probs
+
+    def begin_group(self, prefixes: list[SharedPrefix], slots: int) -> None:
+        """Set up a group's fixed-shape passes (its contexts, ``slots`` suffix positions); nothing without them."""
+        if self._static is not None:
+            self._static.begin_group(PaddedCarriers(prefixes), slots)
+
+    def _layout(self, prefixes: list[SharedPrefix], batch: list[TrieNode]) -> PrefixLayout:
         """The prefix layout of one pass; a group's padded carriers are built once, on its first pass."""
         if self.prefix_layout != "rows":
             return PrefixBatch(prefixes, request_runs([n.req for n in batch]))
@@ -265,8 +251,14 @@ class TrieWordSampler:
         return RowPrefix(self._padded[1], [n.req for n in batch])
 
     def _child(
-        self, parent: _Node, row: int, token: int, count: int, decoder: ContinuationDecoder, request: SampleWordsRequest
-    ) -> _Node:
+        self,
+        parent: TrieNode,
+        row: int,
+        token: int,
+        count: int,
+        decoder: ContinuationDecoder,
+        request: SampleWordsRequest,
+    ) -> TrieNode:
         """The trie node ``parent + token`` reached by ``count`` samples, with its word outcome decided."""
         tokens = (*parent.tokens, token)
         ended = token in self.eos
@@ -275,11 +267,11 @@ class TrieWordSampler:
         outcome = decide_word(
             text, ended=ended, depth=len(tokens), mode=request.mode, max_new_tokens=request.max_new_tokens
         )
-        return _Node(tokens=tokens, count=count, parent_row=row, text=text, outcome=outcome, req=parent.req)
+        return TrieNode(tokens=tokens, count=count, parent_row=row, text=text, outcome=outcome, req=parent.req)
 
     def _expand(
-        self, parents: list[_Node], start: int, end: int, probs: torch.Tensor, tallies: _Tallies
-    ) -> list[_Node]:
+        self, parents: list[TrieNode], start: int, end: int, probs: torch.Tensor, tallies: Tallies
+    ) -> list[TrieNode]:
         """Draw the children of ``parents[start:end]`` (``probs`` holds their rows, in order), count the children
         whose word is decided, and return the open ones. Each request's stream is consumed row by row, in row
         order, as if its rows were drawn alone."""
@@ -296,7 +288,7 @@ class TrieWordSampler:
             drawn_rows, folded = draw_counts_folded(probs, uniforms, row_mask, self._space_mask(probs.shape[-1]))
         else:
             drawn_rows, folded = draw_counts(probs, uniforms), [0] * len(rows)
-        open_children: list[_Node] = []
+        open_children: list[TrieNode] = []
         for row, drawn, word, n_folded in zip(rows, drawn_rows, words, folded, strict=True):
             parent = parents[row]
             i = parent.req
@@ -314,7 +306,7 @@ class TrieWordSampler:
                     open_children.append(child)
         return open_children
 
-    def _word_on_space(self, parent: _Node, tallies: _Tallies) -> str | None:
+    def _word_on_space(self, parent: TrieNode, tallies: Tallies) -> str | None:
         """The word of every child of ``parent`` whose token starts with a space, if that is decided (then those
         children are counted in bulk), else None."""
         if not self.fold_word_ends or not parent.tokens:
@@ -355,7 +347,7 @@ class TrieWordSampler:
         if self.shared_prefix:
             prefix_attention.ensure(self.model)
         contexts = [encode_context(self.tokenizer, self.model, r.context, r.max_new_tokens) for r in requests]
-        tallies = _Tallies(
+        tallies = Tallies(
             requests=requests,
             rngs=[np.random.default_rng(r.seed) for r in requests],
             decoders=[ContinuationDecoder(self.tokenizer, ids) for ids in contexts],
@@ -377,26 +369,28 @@ class TrieWordSampler:
             for i, r in enumerate(requests)
         ]
 
-    def _sample_live(self, live: list[int], contexts: list[list[int]], tallies: _Tallies, evaluated: list[int]) -> None:
+    def _sample_live(self, live: list[int], contexts: list[list[int]], tallies: Tallies, evaluated: list[int]) -> None:
         """The trie of every request in ``live`` (those with ``n > 0``), level by level, into ``tallies``."""
         requests = tallies.requests
         temperature = requests[live[0]].temperature
-        parents = [_Node(tokens=(), count=requests[i].n, parent_row=row, text="", req=i) for row, i in enumerate(live)]
+        slots = max(requests[i].max_new_tokens for i in live)  # the deepest suffix any row can hold
+        parents = [TrieNode((), requests[i].n, parent_row=row, text="", req=i) for row, i in enumerate(live)]
         prefixes: list[SharedPrefix] | None = None
         if self.shared_prefix:
             root_probs, live_prefixes, token_bytes = self._encode_contexts([contexts[i] for i in live], temperature)
             prefixes = [SharedPrefix(keys=[], values=[]) for _ in requests]
             for i, prefix in zip(live, live_prefixes, strict=True):
                 prefixes[i] = prefix
-            chunks = [_Chunk(None, 0, len(live))]
+            self.begin_group(prefixes, slots)
+            chunks = [PassChunk(None, 0, len(live))]
         else:
             (only,) = live
             ids = torch.tensor([contexts[only]], dtype=torch.long, device=self.device)
             root_probs, root_cache = self._step(ids, self._new_cache(), temperature)
-            chunks = [_Chunk(root_cache, 0, 1)]
+            chunks = [PassChunk(root_cache, 0, 1)]
             context_bytes = cache_bytes(root_cache)
         level = self._expand(parents, 0, len(parents), root_probs, tallies)
-        record = self._trace_group([contexts[i] for i in live], [requests[i].n for i in live])
+        record = self._trace_group([contexts[i] for i in live], [requests[i].n for i in live], slots)
         live_index = {req: k for k, req in enumerate(live)}
         while level:
             depth = len(level[0].tokens)
@@ -410,8 +404,8 @@ class TrieWordSampler:
             else:
                 n_context = len(contexts[live[0]])
                 row_bytes = context_bytes * (n_context + depth) // n_context
-            next_level: list[_Node] = []
-            next_chunks: list[_Chunk] = []
+            next_level: list[TrieNode] = []
+            next_chunks: list[PassChunk] = []
             for chunk, probs in self._run_level(level, chunks, row_bytes, temperature, prefixes):
                 next_level.extend(self._expand(level, chunk.start, chunk.end, probs, tallies))
                 next_chunks.append(chunk)

@@ -1,0 +1,254 @@
+"""The trie word sampler's per-level pass at fixed shapes and addresses, so that a GPU replays it as a CUDA graph.
+
+Why: on a GPU the pass is launch-bound (``docs/word-sampling.md``, "Where a GPU run's time goes": about 2,000 kernel
+launches and 75 ms per pass at 30 layers, whatever the pass's width). A CUDA graph replays every kernel of a pass
+with one launch, but only at the shapes and addresses it recorded. A trie level's pass varies in three ways, each
+made fixed here:
+
+* **rows**: a pass's rows are padded up to a bucket (:func:`row_bucket`: 16, 24, 32, 48, 64, ... up to the
+  sampler's rows per pass); padding rows hold whatever finite values the buffers had and their outputs are not read;
+* **suffix depth**: every row's sampled suffix sits in ``slots`` fixed key/value slots (the requests'
+  ``max_new_tokens``); a pass writes its new position into slot ``depth - 1``, an index held in a tensor
+  (:class:`SlotLayer`), and the attention masks the empty slots (``RowPrefix.suffix_mask``);
+* **contexts**: the group's carriers (:class:`~plugins.hf.prefix_rows.PaddedCarriers`) are copied into buffers of a
+  bucketed number and length, masked per row as the rows layout masks them.
+
+Every input of a pass lives in buffers allocated once (:class:`PassBuffers`) and every bucket's pass reads views of
+them, so the addresses a graph recorded stay valid; buffers that must grow are replaced and the recorded graphs
+dropped. The pass is the model's own forward through transformers' cache and attention interfaces, so ``static``
+(eager at these shapes, any device: what the CPU tests check) and ``graphs`` (CUDA, one graph per bucket and
+temperature) run the same operations. The values equal the unpadded pass's up to float rounding: masked slots and
+positions weigh exactly zero, but longer reductions and wider products are blocked differently
+(``tests/test_static_pass.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from transformers.cache_utils import DynamicLayer
+
+from plugins.hf.next_token_head import NextTokenHead
+from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, context_mask
+
+#: How the trie sampler runs its per-level pass: ``off`` (the shapes of each pass, as recorded), ``static`` (fixed
+#: shapes, eager) or ``graphs`` (fixed shapes, replayed as CUDA graphs). ``auto`` is ``off`` until a GPU
+#: measurement says otherwise (``benchmarks/gpu_suite.sh``, step ``provo-graphs``).
+PASS_CAPTURES = ("off", "static", "graphs")
+
+
+def capture_for(choice: str, device: torch.device) -> str:
+    """The capture a sampler on ``device`` uses for ``choice`` (``auto`` or one of :data:`PASS_CAPTURES`)."""
+    if choice == "auto":
+        return "off"
+    if choice not in PASS_CAPTURES:
+        raise ValueError(f"unknown pass capture {choice!r}: expected auto, {', '.join(PASS_CAPTURES)}")
+    if choice == "graphs" and device.type != "cuda":
+        raise ValueError(f"pass capture 'graphs' needs a CUDA device, not {device.type}")
+    return choice
+
+
+def row_bucket(rows: int, limit: int) -> int:
+    """The rows a pass of ``rows`` rows is padded to: the smallest of 16, 24, 32, 48, 64, 96, ... (powers of two and
+    their midpoints, so at most a third of a pass is padding) that holds them, at most ``limit`` (``rows <= limit``)."""
+    size = 16
+    while size < rows:
+        if size + size // 2 >= rows:
+            size += size // 2
+            break
+        size *= 2
+    return max(rows, min(size, limit))
+
+
+def _power_of_two(n: int, least: int = 1) -> int:
+    return max(least, 1 << max(0, n - 1).bit_length())
+
+
+class SlotLayer(DynamicLayer):
+    """One layer's suffix keys/values ``[rows, kv_heads, slots, head_dim]`` in place: a forward pass writes its new
+    position into slot ``slot`` (a one-element tensor, so replays at every depth share one graph) and reads all
+    slots, the attention masking the empty ones."""
+
+    def __init__(self, keys: torch.Tensor, values: torch.Tensor, slot: torch.Tensor) -> None:
+        super().__init__()
+        self.slots: tuple[torch.Tensor, torch.Tensor] = (keys, values)
+        self.keys, self.values, self.slot = keys, values, slot
+        self.dtype, self.device = keys.dtype, keys.device
+        self.is_initialized = True
+
+    def update(
+        self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        keys, values = self.slots
+        keys.index_copy_(2, self.slot, key_states)
+        values.index_copy_(2, self.slot, value_states)
+        return keys, values
+
+    def get_seq_length(self) -> int:
+        # Read only to number the new position and size a mask, both unused: positions are given, and the prefix
+        # attention ignores the model's mask. The slot count keeps the mask's size fixed.
+        return int(self.slots[0].shape[2]) - 1
+
+
+class PassBuffers:
+    """Every input of a fixed-shape pass, allocated once: a bucket's pass reads the first rows of each.
+
+    ``suffix`` is ``[layers, 2 (keys, values), rows, kv_heads, slots, head_dim]`` and ``prefix`` ``[layers, 2,
+    carriers, kv_heads, positions, head_dim]``: one tensor each, so gathering the parents' suffixes of all layers is
+    one ``index_select`` and one copy per parent chunk, not two per layer."""
+
+    def __init__(
+        self, template: torch.Tensor, layers: int, rows: int, slots: int, carriers: int, positions: int
+    ) -> None:
+        kv_heads, head_dim = int(template.shape[-3]), int(template.shape[-1])
+        device, dtype = template.device, template.dtype
+        self.rows, self.slots, self.carriers, self.positions = rows, slots, carriers, positions
+        self.suffix = torch.zeros((layers, 2, rows, kv_heads, slots, head_dim), dtype=dtype, device=device)
+        self.prefix = torch.zeros((layers, 2, carriers, kv_heads, positions, head_dim), dtype=dtype, device=device)
+        self.input_ids = torch.zeros((rows, 1), dtype=torch.long, device=device)
+        self.position_ids = torch.zeros((rows, 1), dtype=torch.long, device=device)
+        self.carrier = torch.zeros(rows, dtype=torch.long, device=device)
+        self.prefix_mask = torch.zeros((rows, 1, 1, positions), device=device)
+        self.suffix_mask = torch.full((slots,), -math.inf, device=device)
+        self.slot = torch.zeros(1, dtype=torch.long, device=device)
+
+    def sizes(self) -> tuple[int, int, int, int]:
+        return self.rows, self.slots, self.carriers, self.positions
+
+    def holds(self, rows: int, slots: int, carriers: int, positions: int) -> bool:
+        return all(need <= have for need, have in zip((rows, slots, carriers, positions), self.sizes(), strict=True))
+
+
+class StaticPass:
+    """The fixed-shape pass of one trie sampler: its buffers, and per row bucket the forward pass, eager or a CUDA
+    graph. Use: :meth:`begin_group` once per ``sample_many`` group, then per pass :meth:`run` and :meth:`take`."""
+
+    def __init__(self, head: NextTokenHead, config: Any, max_rows: int, graphs: bool) -> None:
+        self.head, self.config, self.max_rows, self.graphs = head, config, max_rows, graphs
+        self.buffers: PassBuffers | None = None
+        self.padded: PaddedCarriers | None = None
+        #: Per ``(rows, temperature)``: the recorded graph and the probabilities it writes.
+        self._graphs: dict[tuple[int, float], tuple[Any, torch.Tensor]] = {}
+        self._pool: Any = None
+        #: Per row bucket: the cache and the layout over the current buffers (:meth:`_views`).
+        self._bucket_views: dict[int, tuple[Any, RowPrefix]] = {}
+        #: How many graphs were recorded (a benchmark reports it; recording costs about two eager passes).
+        self.recorded = 0
+
+    def begin_group(self, padded: PaddedCarriers, slots: int) -> None:
+        """Copy the group's carriers into the buffers, replacing them (and dropping recorded graphs) if too small."""
+        carriers, positions = int(padded.keys[0].shape[0]), padded.max_positions
+        need: tuple[int, ...] = (self.max_rows, slots, _power_of_two(carriers), _power_of_two(positions, 32))
+        if self.buffers is None or not self.buffers.holds(*need):
+            old = self.buffers
+            if old is not None:  # grown to hold both, so groups that alternate do not replace them each time
+                need = tuple(max(a, b) for a, b in zip(need, old.sizes(), strict=True))
+            self.buffers = None
+            self._graphs.clear()
+            self._bucket_views.clear()
+            self.buffers = PassBuffers(padded.keys[0], len(padded.keys), *need)
+        buffers = self.buffers
+        buffers.prefix.zero_()
+        buffers.prefix[:, 0, :carriers, :, :positions] = torch.stack(padded.keys)
+        buffers.prefix[:, 1, :carriers, :, :positions] = torch.stack(padded.values)
+        self.padded = padded
+
+    def run(
+        self,
+        tokens: list[int],
+        positions: list[int],
+        requests: list[int],
+        parents: list[tuple[torch.Tensor, torch.Tensor]],
+        depth: int,
+        temperature: float,
+    ) -> torch.Tensor:
+        """Next-token probabilities ``[rows, vocab]`` (a buffer the next pass overwrites) of rows continuing
+        ``tokens`` at ``positions``, for ``requests`` of the group, at trie depth ``depth``; ``parents`` are the
+        previous level's suffixes (``take``'s tensors) and, per tensor, the rows to continue, in row order."""
+        assert self.buffers is not None and self.padded is not None, "begin_group first"
+        buffers, padded, rows = self.buffers, self.padded, len(tokens)
+        columns = [tokens, positions, [padded.carrier[r] for r in requests], [padded.length[r] for r in requests]]
+        ids = torch.tensor(columns, dtype=torch.long).to(buffers.slot.device)  # one copy to the device
+        buffers.input_ids[:rows, 0] = ids[0]
+        buffers.position_ids[:rows, 0] = ids[1]
+        buffers.carrier[:rows] = ids[2]
+        buffers.prefix_mask[:rows] = context_mask(ids[3], buffers.positions)
+        buffers.suffix_mask.fill_(-math.inf)
+        buffers.suffix_mask[:depth] = 0.0
+        buffers.slot.fill_(depth - 1)
+        start = 0
+        for suffix, which in parents:
+            if depth > 1:
+                buffers.suffix[:, :, start : start + len(which), :, : depth - 1] = suffix.index_select(2, which)
+            start += len(which)
+        return self._forward(row_bucket(rows, self.max_rows), temperature)[:rows]
+
+    def take(self, rows: int, depth: int) -> torch.Tensor:
+        """The suffixes of the last pass's first ``rows`` rows, ``depth`` slots: the parents of the next level."""
+        assert self.buffers is not None
+        return self.buffers.suffix[:, :, :rows, :, :depth].clone()
+
+    def _forward(self, rows: int, temperature: float) -> torch.Tensor:
+        if not self.graphs:
+            return self._pass(rows, temperature)
+        key = (rows, temperature)
+        if key not in self._graphs:
+            self._graphs[key] = self._record(rows, temperature)
+        graph, probs = self._graphs[key]
+        graph.replay()
+        return probs
+
+    def _pass(self, rows: int, temperature: float) -> torch.Tensor:
+        """The model's forward over the buffers' first ``rows`` rows, and the head's probabilities."""
+        cache, layout = self._views(rows)
+        buffers = self.buffers
+        assert buffers is not None
+        hidden, _ = self.head.hidden(
+            buffers.input_ids[:rows], cache, position_ids=buffers.position_ids[:rows], shared_prefix=layout
+        )
+        return self.head.probabilities(hidden[:, -1], temperature)
+
+    def _views(self, rows: int) -> tuple[Any, RowPrefix]:
+        """The cache and the prefix layout of a ``rows``-row pass, over the buffers: made once per buffers and bucket,
+        outside any recording (a cache's constructor makes host tensors), and only read by the passes."""
+        buffers = self.buffers
+        assert buffers is not None
+        if rows not in self._bucket_views:
+            from transformers import DynamicCache
+
+            layers = range(buffers.suffix.shape[0])
+            cache = DynamicCache(config=self.config)
+            cache.layers = [SlotLayer(buffers.suffix[i, 0, :rows], buffers.suffix[i, 1, :rows], buffers.slot)
+                            for i in layers]  # fmt: skip
+            layout = RowPrefix.over(
+                [buffers.prefix[i, 0] for i in layers],
+                [buffers.prefix[i, 1] for i in layers],
+                buffers.carrier[:rows],
+                buffers.prefix_mask[:rows],
+                buffers.suffix_mask,
+            )
+            self._bucket_views[rows] = (cache, layout)
+        return self._bucket_views[rows]
+
+    def _record(self, rows: int, temperature: float) -> tuple[Any, torch.Tensor]:
+        """One bucket's pass recorded as a CUDA graph (warmed up on a side stream first, as CUDA graphs require).
+
+        The head's output buffers are reserved at full size first, so no graph records an address that a later,
+        wider graph would free; all graphs share one memory pool, which is safe because they never run at once and
+        nothing a graph leaves in the pool is read after the next replay."""
+        self.head.reserve(self.max_rows)
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(2):
+                self._pass(rows, temperature)
+        torch.cuda.current_stream().wait_stream(stream)
+        if self._pool is None:
+            self._pool = torch.cuda.graph_pool_handle()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=self._pool):
+            probs = self._pass(rows, temperature)
+        self.recorded += 1
+        return graph, probs

@@ -1,0 +1,66 @@
+"""The word sampler's records of a trie: its nodes, the forward passes that ran a level, and what a group counted.
+
+Apart from :mod:`plugins.hf.word_sampler` so the sampler's module holds its algorithm, and so the replay benchmark
+(``benchmarks/bench_trie_replay.py``) builds levels from the same records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from harness.requests import SampleWordsRequest
+from harness.text import Outcome
+from plugins.hf.tokens import ContinuationDecoder
+
+
+@dataclass
+class TrieNode:
+    """A trie node: a token prefix, the samples that reached it, its parent's row in the previous level, its word."""
+
+    tokens: tuple[int, ...]
+    count: int
+    parent_row: int
+    text: str
+    outcome: Outcome = ("open", "")
+    #: Index of the request (within one ``sample_many`` group) this node samples for.
+    req: int = 0
+
+
+@dataclass
+class PassChunk:
+    """One forward pass of a trie level: rows ``start:end`` and their key/value cache, which the next level gathers
+    its parents' rows from. (Its probabilities are drawn from as soon as the pass ends, then dropped.)"""
+
+    cache: Any
+    start: int
+    end: int
+
+
+@dataclass
+class Tallies:
+    """The per-request state of one ``sample_many`` call: requests, random streams, decoders, and what was counted."""
+
+    requests: Sequence[SampleWordsRequest]
+    rngs: list[np.random.Generator]
+    decoders: list[ContinuationDecoder]
+    counts: list[dict[str, int]]
+    rejected: list[dict[str, int]]
+
+
+def level_slices(nodes: list[TrieNode], chunks: list[PassChunk], can_merge: bool, rows: int) -> list[tuple[int, int]]:
+    """Row ranges of the next forward passes: at most ``rows`` rows, within one parent chunk if needed."""
+    slices: list[tuple[int, int]] = []
+    start = 0
+    while start < len(nodes):
+        end = min(start + rows, len(nodes))
+        if not can_merge:
+            chunk_end = next(c.end for c in chunks if c.start <= nodes[start].parent_row < c.end)
+            while end > start + 1 and nodes[end - 1].parent_row >= chunk_end:
+                end -= 1
+        slices.append((start, end))
+        start = end
+    return slices
