@@ -180,6 +180,35 @@ def _count_passes(sampler: Any) -> list[int]:
     return count
 
 
+def _compile_passes(sampler: Any) -> dict[str, Any]:
+    """Compile ``sampler``'s fixed-shape pass with ``torch.compile`` (inductor, one graph per row bucket); the
+    returned dict fills in, as the replay runs, the buckets compiled and the seconds their first calls took (the
+    compile time, less one eager pass each)."""
+    static = sampler._static
+    if static is None:
+        raise SystemExit("--compile needs --pass-capture static")
+    compiled = torch.compile(static._pass, fullgraph=True, dynamic=False)
+    report: dict[str, Any] = {"compiled_buckets": 0, "first_call_seconds": 0.0}
+    seen: set[tuple[int, int, float]] = set()
+
+    def run(bucket: tuple[int, int], temperature: float) -> torch.Tensor:
+        static._views(bucket)  # made outside the compiled function, as before a CUDA graph's recording
+        if (*bucket, temperature) in seen:
+            return compiled(bucket, temperature)
+        seen.add((*bucket, temperature))
+        started = time.perf_counter()
+        out = compiled(bucket, temperature)
+        seconds = time.perf_counter() - started
+        report["compiled_buckets"] += 1
+        report["first_call_seconds"] = round(report["first_call_seconds"] + seconds, 2)
+        print(f"compiled bucket {bucket} at temperature {temperature}: first call {seconds:.1f} s", flush=True)
+        return out
+
+    static.head.reserve(static.max_rows)
+    static._pass = run
+    return report
+
+
 def _sync(device: torch.device) -> None:
     if device.type == "cuda":
         torch.cuda.synchronize()
@@ -255,6 +284,7 @@ def replay(args: argparse.Namespace) -> int:
             # Warm-up (kernels, allocator, the first pass's one-off costs): the first group's contexts and first level.
             replay_group(sampler, {**groups[0], "levels": groups[0]["levels"][:1]}, vocab, np.random.default_rng(1))
             _sync(device)
+            compiled = _compile_passes(sampler) if args.compile else None
             counter = OpCounter() if args.count_ops else None
             if counter is not None and sampler._static is not None:
                 counter.apart(sampler._static)
@@ -275,6 +305,7 @@ def replay(args: argparse.Namespace) -> int:
             "prefix_layout": sampler.prefix_layout,
             "pass_capture": sampler.pass_capture,
             **({"graphs_recorded": sampler._static.recorded} if sampler._static is not None else {}),
+            **(compiled if compiled is not None else {}),
             "passes": passes[0],
             **({"ops_per_pass": round(counter.ops / max(1, passes[0]))} if counter is not None else {}),
             **({"ops_inside_pass": round(counter.inside / max(1, passes[0]))} if counter and counter.inside else {}),
@@ -332,6 +363,12 @@ def main() -> int:
         choices=("off", "static", "graphs"),
         default="off",
         help="run each level's pass at fixed shapes (static), replayed as CUDA graphs (graphs, GPU only)",
+    )
+    rep.add_argument(
+        "--compile",
+        action="store_true",
+        help="with --pass-capture static: compile each row bucket's pass with torch.compile (inductor, fixed shapes) "
+        "and report the compile time apart",
     )
     rep.add_argument(
         "--count-ops",

@@ -193,19 +193,37 @@ def decide_word(text: str, *, ended: bool, depth: int, mode: str, max_new_tokens
     """
     final = ended or depth >= max_new_tokens
     if mode == "exact":
-        word, complete = first_complete_word(text, ended)
-        if word is not None and complete:
-            return "word", word
-        if ended:
-            return "reject", EMPTY
-        if depth >= max_new_tokens:
-            return "reject", TRUNCATED
-        return "open", ""
+        return decide_and_close(text, ended=ended, depth=depth, mode=mode, max_new_tokens=max_new_tokens)[0]
     if mode == "paper":
         if final or _paper_word_closed(text):
             return "word", paper_first_word(text) or PAPER_FAILURE
         return "open", ""
     raise ValueError(f"unknown word mode {mode!r}: expected 'exact' or 'paper'")
+
+
+def decide_and_close(
+    text: str, *, ended: bool, depth: int, mode: str, max_new_tokens: int
+) -> tuple[Outcome, str | None]:
+    """``decide_word``, and for an open prefix also ``word_a_space_closes`` (None otherwise), from one reading of the
+    text in exact mode: the trie sampler needs both for every open node (the second when the node's children are
+    drawn), and finding the first word was the larger part of both.
+
+    >>> decide_and_close(" The", ended=False, depth=1, mode="exact", max_new_tokens=5)
+    (('open', ''), 'the')
+    >>> decide_and_close(" The cat", ended=False, depth=2, mode="exact", max_new_tokens=5)
+    (('word', 'the'), None)
+    """
+    if mode != "exact":
+        outcome = decide_word(text, ended=ended, depth=depth, mode=mode, max_new_tokens=max_new_tokens)
+        return outcome, (word_a_space_closes(text, mode) if outcome[0] == "open" else None)
+    word, complete = first_complete_word(text, ended)
+    if word is not None and complete:
+        return ("word", word), None
+    if ended:
+        return ("reject", EMPTY), None
+    if depth >= max_new_tokens:
+        return ("reject", TRUNCATED), None
+    return ("open", ""), word
 
 
 # ------------------------------------------------------------------------ replies and recorded outputs

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from harness.requests import SampleWordsRequest
-from plugins.hf.static_pass import StaticPass, capture_for, row_bucket
+from plugins.hf.static_pass import StaticPass, capture_for, row_bucket, slot_bucket
 from plugins.hf.word_sampler import TrieWordSampler
 from tests.test_model_families import CONFIGS, tiny
 from tests.test_word_sampler import ByteTokenizer
@@ -21,9 +21,9 @@ from tests.test_word_sampler import ByteTokenizer
 CONTEXTS = ["the cat sat on the mat", "the cat sat", "a dog ran", "the cat sat on", "nothing"]
 
 
-def _requests(temperature: float = 1.0) -> list[SampleWordsRequest]:
+def _requests(temperature: float = 1.0, max_new_tokens: int = 5) -> list[SampleWordsRequest]:
     return [
-        SampleWordsRequest(context=c, n=0 if k == 4 else 300, seed=k, mode="exact", max_new_tokens=5,
+        SampleWordsRequest(context=c, n=0 if k == 4 else 300, seed=k, mode="exact", max_new_tokens=max_new_tokens,
                            temperature=temperature)
         for k, c in enumerate(CONTEXTS)
     ]  # fmt: skip
@@ -34,6 +34,11 @@ def test_row_buckets_are_powers_of_two_and_their_midpoints() -> None:
         16, 16, 24, 24, 32, 48, 64, 96, 128, 128, 3072,
     ]  # fmt: skip
     assert row_bucket(50, 50) == 50 and row_bucket(40, 44) == 44 and row_bucket(3, 8) == 8
+
+
+def test_slot_buckets_are_powers_of_two_from_four_up_to_the_cap() -> None:
+    assert [slot_bucket(d, 32) for d in (1, 2, 4, 5, 8, 9, 17, 31)] == [4, 4, 4, 8, 8, 16, 32, 32]
+    assert slot_bucket(5, 6) == 6 and slot_bucket(2, 3) == 3 and slot_bucket(1, 1) == 1
 
 
 def test_capture_by_device() -> None:
@@ -85,7 +90,7 @@ def test_temperature_and_growing_buffers() -> None:
     second = [SampleWordsRequest(context=f"{'word ' * 40}{k}", n=200, seed=k, max_new_tokens=7) for k in range(3)]
     assert [r.to_record() for r in fixed.sample_many(second)] == [r.to_record() for r in own.sample_many(second)]
     after = fixed._static.buffers.sizes()
-    assert before == (64, 5, 1, 32) and after == (64, 7, 4, 256)
+    assert before == (64, 5, 1, 32) and after == (64, 7, 4, 208)
 
 
 def test_a_pass_traces_to_one_graph_per_row_bucket_at_every_depth() -> None:
@@ -105,23 +110,23 @@ def test_a_pass_traces_to_one_graph_per_row_bucket_at_every_depth() -> None:
     static.head.reserve(48)  # as before a recording
     torch._dynamo.reset()
     traced = torch.compile(static._pass, fullgraph=True, backend=backend, dynamic=False)
-    buckets: set[tuple[int, float]] = set()
+    buckets: set[tuple[int, int, float]] = set()
     depths: list[int] = []
 
-    def run(rows: int, temperature: float) -> torch.Tensor:
-        static._views(rows)  # made outside, as before a recording
-        buckets.add((rows, temperature))
+    def run(bucket: tuple[int, int], temperature: float) -> torch.Tensor:
+        static._views(bucket)  # made outside, as before a recording
+        buckets.add((*bucket, temperature))
         depths.append(int(static.buffers.slot) + 1)  # type: ignore[union-attr]
-        return traced(rows, temperature)
+        return traced(bucket, temperature)
 
     static._pass = run  # type: ignore[method-assign]
     try:
-        sampler.sample_many(_requests())
-        sampler.sample_many(_requests(temperature=0.5)[:1])
+        sampler.sample_many(_requests(max_new_tokens=7))
+        sampler.sample_many(_requests(temperature=0.5, max_new_tokens=7)[:1])
     finally:
         torch._dynamo.reset()
-    assert len(buckets) == 3 and set(depths) == {1, 2, 3, 4} and len(depths) > 8
-    assert len(graphs) == len(buckets)
+    assert set(depths) == {1, 2, 3, 4, 5, 6} and {slots for _, slots, _ in buckets} == {4, 7}
+    assert len(depths) > 2 * len(buckets) and len(graphs) == len(buckets)
     assert not [node for g in graphs for node in g.graph.nodes if node.target is torch.tensor]
 
 

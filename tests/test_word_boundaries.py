@@ -3,6 +3,7 @@ tokens it marks, the parents it folds, and the same counts as decoding every chi
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import pytest
 import torch
 
 from harness.requests import SampleWordsRequest
-from harness.text import decide_word, first_complete_word, normalise_word
+from harness.text import decide_and_close, decide_word, first_complete_word, normalise_word, word_a_space_closes
 from plugins.hf.draws import draw_counts, draw_counts_folded
 from plugins.hf.tokens import decode_many, fast_decoder
 from plugins.hf.word_boundaries import space_initial_mask, word_on_space
@@ -114,6 +115,20 @@ def test_first_complete_word_cuts_the_chunks_the_character_walk_cut() -> None:
         text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 12))))
         for ended in (False, True):
             assert first_complete_word(text, ended) == _first_complete_word_by_characters(text, ended), repr(text)
+
+
+def test_decide_and_close_is_decide_word_and_the_word_a_space_closes() -> None:
+    """The sampler reads a child's text once for its outcome and, when open, the word its space-initial children get:
+    the same as ``decide_word`` and ``word_a_space_closes`` apart, in both modes, at and below the token cap."""
+    rng = np.random.default_rng(1)
+    alphabet = [*"ab c.,-'\n\t!1_", "\u00a0", "é", "\ufffd", "É", "—", "  ", " The", "dog"]
+    for _ in range(5_000):
+        text = "".join(rng.choice(alphabet, size=int(rng.integers(0, 8))))
+        for mode, ended, depth in itertools.product(("exact", "paper"), (False, True), (1, 4, 5)):
+            kwargs = {"ended": ended, "depth": depth, "mode": mode, "max_new_tokens": 5}
+            outcome, closes = decide_and_close(text, **kwargs)  # type: ignore[arg-type]
+            assert outcome == decide_word(text, **kwargs), (text, kwargs)  # type: ignore[arg-type]
+            assert closes == (word_a_space_closes(text, mode) if outcome[0] == "open" else None), (text, kwargs)
 
 
 @pytest.mark.slow

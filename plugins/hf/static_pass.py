@@ -7,11 +7,14 @@ made fixed here:
 
 * **rows**: a pass's rows are padded up to a bucket (:func:`row_bucket`: 16, 24, 32, 48, 64, ... up to the
   sampler's rows per pass); padding rows hold whatever finite values the buffers had and their outputs are not read;
-* **suffix depth**: every row's sampled suffix sits in ``slots`` fixed key/value slots (the requests'
-  ``max_new_tokens``); a pass writes its new position into slot ``depth - 1``, an index held in a tensor
-  (:class:`SlotLayer`), and the attention masks the empty slots (``RowPrefix.suffix_mask``);
+* **suffix depth**: every row's sampled suffix sits in a bucket of key/value slots (:func:`slot_bucket`: 4, 8, 16,
+  ... up to the requests' ``max_new_tokens``); a pass writes its new position into slot ``depth - 1``, an index held
+  in a tensor (:class:`SlotLayer`), and the attention masks the empty slots (``RowPrefix.suffix_mask``), so one graph
+  serves every depth of its bucket. (One bucket of ``max_new_tokens`` slots for all depths made every pass read 32
+  slots where most rows hold one to four tokens: on a CPU that alone cost about a third of a pass.)
 * **contexts**: the group's carriers (:class:`~plugins.hf.prefix_rows.PaddedCarriers`) are copied into buffers of a
-  bucketed number and length, masked per row as the rows layout masks them.
+  bucketed number (a power of two) and length (a multiple of 16: every row reads all of it, so a power of two would
+  nearly double the attention of Provo's 70-token passages), masked per row as the rows layout masks them.
 
 Every input of a pass lives in buffers allocated once (:class:`PassBuffers`) and every bucket's pass reads views of
 them, so the addresses a graph recorded stay valid; buffers that must grow are replaced and the recorded graphs
@@ -62,8 +65,14 @@ def row_bucket(rows: int, limit: int) -> int:
     return max(rows, min(size, limit))
 
 
-def _power_of_two(n: int, least: int = 1) -> int:
-    return max(least, 1 << max(0, n - 1).bit_length())
+def slot_bucket(depth: int, limit: int) -> int:
+    """The suffix slots a pass at trie depth ``depth`` reads: the power of two from 4 up that holds ``depth`` tokens,
+    at most ``limit`` (the requests' ``max_new_tokens``, ``depth <= limit``)."""
+    return max(depth, min(max(4, _power_of_two(depth)), limit))
+
+
+def _power_of_two(n: int) -> int:
+    return 1 << max(0, n - 1).bit_length()
 
 
 class SlotLayer(DynamicLayer):
@@ -95,24 +104,34 @@ class SlotLayer(DynamicLayer):
 class PassBuffers:
     """Every input of a fixed-shape pass, allocated once: a bucket's pass reads the first rows of each.
 
-    ``suffix`` is ``[layers, 2 (keys, values), rows, kv_heads, slots, head_dim]`` and ``prefix`` ``[layers, 2,
-    carriers, kv_heads, positions, head_dim]``: one tensor each, so gathering the parents' suffixes of all layers is
-    one ``index_select`` and one copy per parent chunk, not two per layer."""
+    ``suffix`` holds, per layer and keys/values, room for ``[rows, kv_heads, slots, head_dim]``; a pass of a bucket
+    reads it as that shape at the bucket's rows and slots (:meth:`suffix_view`, contiguous, at the same address for
+    every bucket). ``prefix`` is ``[layers, 2, carriers, kv_heads, positions, head_dim]``. One tensor each, so
+    gathering the parents' suffixes of all layers is one ``index_select`` and one copy per parent chunk."""
 
     def __init__(
         self, template: torch.Tensor, layers: int, rows: int, slots: int, carriers: int, positions: int
     ) -> None:
-        kv_heads, head_dim = int(template.shape[-3]), int(template.shape[-1])
+        self.kv_heads, self.head_dim = int(template.shape[-3]), int(template.shape[-1])
         device, dtype = template.device, template.dtype
         self.rows, self.slots, self.carriers, self.positions = rows, slots, carriers, positions
-        self.suffix = torch.zeros((layers, 2, rows, kv_heads, slots, head_dim), dtype=dtype, device=device)
-        self.prefix = torch.zeros((layers, 2, carriers, kv_heads, positions, head_dim), dtype=dtype, device=device)
+        room = rows * self.kv_heads * slots * self.head_dim
+        self.suffix = torch.zeros((layers, 2, room), dtype=dtype, device=device)
+        shape = (layers, 2, carriers, self.kv_heads, positions, self.head_dim)
+        self.prefix = torch.zeros(shape, dtype=dtype, device=device)
         self.input_ids = torch.zeros((rows, 1), dtype=torch.long, device=device)
         self.position_ids = torch.zeros((rows, 1), dtype=torch.long, device=device)
         self.carrier = torch.zeros(rows, dtype=torch.long, device=device)
         self.prefix_mask = torch.zeros((rows, 1, 1, positions), device=device)
         self.suffix_mask = torch.full((slots,), -math.inf, device=device)
         self.slot = torch.zeros(1, dtype=torch.long, device=device)
+
+    def suffix_view(self, rows: int, slots: int) -> torch.Tensor:
+        """The suffix room read as ``[layers, 2, rows, kv_heads, slots, head_dim]`` (the first elements of each
+        layer's keys and values, so a view of any bucket starts at the same address)."""
+        size = rows * self.kv_heads * slots * self.head_dim
+        layers = self.suffix.shape[0]
+        return self.suffix[:, :, :size].view(layers, 2, rows, self.kv_heads, slots, self.head_dim)
 
     def sizes(self) -> tuple[int, int, int, int]:
         return self.rows, self.slots, self.carriers, self.positions
@@ -129,18 +148,20 @@ class StaticPass:
         self.head, self.config, self.max_rows, self.graphs = head, config, max_rows, graphs
         self.buffers: PassBuffers | None = None
         self.padded: PaddedCarriers | None = None
-        #: Per ``(rows, temperature)``: the recorded graph and the probabilities it writes.
-        self._graphs: dict[tuple[int, float], tuple[Any, torch.Tensor]] = {}
+        #: Per ``(rows, slots, temperature)``: the recorded graph and the probabilities it writes.
+        self._graphs: dict[tuple[int, int, float], tuple[Any, torch.Tensor]] = {}
         self._pool: Any = None
-        #: Per row bucket: the cache and the layout over the current buffers (:meth:`_views`).
-        self._bucket_views: dict[int, tuple[Any, RowPrefix]] = {}
+        #: Per ``(rows, slots)`` bucket: the cache and the layout over the current buffers (:meth:`_views`).
+        self._bucket_views: dict[tuple[int, int], tuple[Any, RowPrefix]] = {}
+        #: The bucket of the last pass, whose suffixes :meth:`take` copies out.
+        self._last: tuple[int, int] = (0, 0)
         #: How many graphs were recorded (a benchmark reports it; recording costs about two eager passes).
         self.recorded = 0
 
     def begin_group(self, padded: PaddedCarriers, slots: int) -> None:
         """Copy the group's carriers into the buffers, replacing them (and dropping recorded graphs) if too small."""
         carriers, positions = int(padded.keys[0].shape[0]), padded.max_positions
-        need: tuple[int, ...] = (self.max_rows, slots, _power_of_two(carriers), _power_of_two(positions, 32))
+        need: tuple[int, ...] = (self.max_rows, slots, _power_of_two(carriers), -(-positions // 16) * 16)
         if self.buffers is None or not self.buffers.holds(*need):
             old = self.buffers
             if old is not None:  # grown to hold both, so groups that alternate do not replace them each time
@@ -175,64 +196,70 @@ class StaticPass:
         buffers.position_ids[:rows, 0] = ids[1]
         buffers.carrier[:rows] = ids[2]
         buffers.prefix_mask[:rows] = context_mask(ids[3], buffers.positions)
+        bucket = (row_bucket(rows, self.max_rows), slot_bucket(depth, buffers.slots))
         buffers.suffix_mask.fill_(-math.inf)
         buffers.suffix_mask[:depth] = 0.0
         buffers.slot.fill_(depth - 1)
+        suffix = buffers.suffix_view(*bucket)
         start = 0
-        for suffix, which in parents:
+        for parent, which in parents:
             if depth > 1:
-                buffers.suffix[:, :, start : start + len(which), :, : depth - 1] = suffix.index_select(2, which)
+                suffix[:, :, start : start + len(which), :, : depth - 1] = parent.index_select(2, which)
             start += len(which)
-        return self._forward(row_bucket(rows, self.max_rows), temperature)[:rows]
+        self._last = bucket
+        return self._forward(bucket, temperature)[:rows]
 
     def take(self, rows: int, depth: int) -> torch.Tensor:
         """The suffixes of the last pass's first ``rows`` rows, ``depth`` slots: the parents of the next level."""
         assert self.buffers is not None
-        return self.buffers.suffix[:, :, :rows, :, :depth].clone()
+        return self.buffers.suffix_view(*self._last)[:, :, :rows, :, :depth].clone()
 
-    def _forward(self, rows: int, temperature: float) -> torch.Tensor:
+    def _forward(self, bucket: tuple[int, int], temperature: float) -> torch.Tensor:
         if not self.graphs:
-            return self._pass(rows, temperature)
-        key = (rows, temperature)
+            return self._pass(bucket, temperature)
+        key = (*bucket, temperature)
         if key not in self._graphs:
-            self._graphs[key] = self._record(rows, temperature)
+            self._graphs[key] = self._record(bucket, temperature)
         graph, probs = self._graphs[key]
         graph.replay()
         return probs
 
-    def _pass(self, rows: int, temperature: float) -> torch.Tensor:
-        """The model's forward over the buffers' first ``rows`` rows, and the head's probabilities."""
-        cache, layout = self._views(rows)
+    def _pass(self, bucket: tuple[int, int], temperature: float) -> torch.Tensor:
+        """The model's forward over the buffers at ``bucket`` (rows, slots), and the head's probabilities."""
+        cache, layout = self._views(bucket)
         buffers = self.buffers
         assert buffers is not None
+        rows = bucket[0]
         hidden, _ = self.head.hidden(
             buffers.input_ids[:rows], cache, position_ids=buffers.position_ids[:rows], shared_prefix=layout
         )
         return self.head.probabilities(hidden[:, -1], temperature)
 
-    def _views(self, rows: int) -> tuple[Any, RowPrefix]:
-        """The cache and the prefix layout of a ``rows``-row pass, over the buffers: made once per buffers and bucket,
-        outside any recording (a cache's constructor makes host tensors), and only read by the passes."""
+    def _views(self, bucket: tuple[int, int]) -> tuple[Any, RowPrefix]:
+        """The cache and the prefix layout of a pass at ``bucket`` (rows, slots), over the buffers: made once per
+        buffers and bucket, outside any recording (a cache's constructor makes host tensors), and only read by the
+        passes."""
         buffers = self.buffers
         assert buffers is not None
-        if rows not in self._bucket_views:
+        if bucket not in self._bucket_views:
             from transformers import DynamicCache
 
-            layers = range(buffers.suffix.shape[0])
+            rows, slots = bucket
+            suffix = buffers.suffix_view(rows, slots)
+            layers = range(suffix.shape[0])
             cache = DynamicCache(config=self.config)
-            cache.layers = [SlotLayer(buffers.suffix[i, 0, :rows], buffers.suffix[i, 1, :rows], buffers.slot)
-                            for i in layers]  # fmt: skip
+            cache.layers = [SlotLayer(suffix[i, 0], suffix[i, 1], buffers.slot) for i in layers]
             layout = RowPrefix.over(
                 [buffers.prefix[i, 0] for i in layers],
                 [buffers.prefix[i, 1] for i in layers],
                 buffers.carrier[:rows],
                 buffers.prefix_mask[:rows],
-                buffers.suffix_mask,
+                buffers.suffix_mask[:slots],
             )
-            self._bucket_views[rows] = (cache, layout)
-        return self._bucket_views[rows]
+            self._bucket_views[bucket] = (cache, layout)
+        return self._bucket_views[bucket]
 
-    def _record(self, rows: int, temperature: float) -> tuple[Any, torch.Tensor]:
+    def _record(self, bucket: tuple[int, int], temperature: float) -> tuple[Any, torch.Tensor]:
         """One bucket's pass recorded as a CUDA graph (warmed up on a side stream first, as CUDA graphs require).
 
         The head's output buffers are reserved at full size first, so no graph records an address that a later,
@@ -243,12 +270,12 @@ class StaticPass:
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
             for _ in range(2):
-                self._pass(rows, temperature)
+                self._pass(bucket, temperature)
         torch.cuda.current_stream().wait_stream(stream)
         if self._pool is None:
             self._pool = torch.cuda.graph_pool_handle()
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph, pool=self._pool):
-            probs = self._pass(rows, temperature)
+            probs = self._pass(bucket, temperature)
         self.recorded += 1
         return graph, probs

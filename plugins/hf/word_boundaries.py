@@ -73,6 +73,10 @@ def word_on_space(text: str, mode: str) -> str | None:
     """The word every child of a prefix with this ``text`` gets when its token starts with a space
     (:func:`harness.text.word_a_space_closes`), or None when a space would not close a word or the text may still
     change: it ends inside a UTF-8 character (U+FFFD), which the next bytes can complete into another character."""
-    if text.endswith("\ufffd"):
-        return None
-    return word_a_space_closes(text, mode)
+    return word_a_space_closes(text, mode) if may_close(text) else None
+
+
+def may_close(text: str) -> bool:
+    """Whether a space-initial token after ``text`` reads as a space after that very text: not when the text ends
+    inside a UTF-8 character (U+FFFD), which the next bytes can complete into another character."""
+    return not text.endswith("\ufffd")

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 
 from harness.requests import SampleWordsRequest, SampleWordsResponse
-from harness.text import decide_word
+from harness.text import decide_and_close
 from plugins.hf import inplace_mlp, prefix_attention
 from plugins.hf.draws import draw_counts, draw_counts_folded
 from plugins.hf.load_options import AUTO_STEP_ROWS
@@ -46,7 +46,7 @@ from plugins.hf.static_pass import StaticPass, capture_for
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 from plugins.hf.trie_cache import cache_bytes, carriers, gather_rows, mergeable, request_runs, rows_by_chunk
 from plugins.hf.trie_nodes import PassChunk, Tallies, TrieNode, level_slices
-from plugins.hf.word_boundaries import space_initial_mask, word_on_space
+from plugins.hf.word_boundaries import may_close, space_initial_mask
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
 #: once, so a wide trie level wants few, large passes (see :data:`plugins.hf.load_options.AUTO_STEP_ROWS` for the
@@ -259,15 +259,18 @@ class TrieWordSampler:
         decoder: ContinuationDecoder,
         request: SampleWordsRequest,
     ) -> TrieNode:
-        """The trie node ``parent + token`` reached by ``count`` samples, with its word outcome decided."""
+        """The trie node ``parent + token`` reached by ``count`` samples, with its word outcome decided (and, when it
+        is open, the word its space-initial children get: :meth:`_word_on_space`)."""
         tokens = (*parent.tokens, token)
         ended = token in self.eos
         # End-of-sequence adds no text, so an ended child reads exactly like its parent.
         text = parent.text if ended else decoder(tokens)
-        outcome = decide_word(
+        outcome, closes = decide_and_close(
             text, ended=ended, depth=len(tokens), mode=request.mode, max_new_tokens=request.max_new_tokens
         )
-        return TrieNode(tokens=tokens, count=count, parent_row=row, text=text, outcome=outcome, req=parent.req)
+        if closes is not None and not may_close(text):
+            closes = None
+        return TrieNode(tokens, count, row, text, outcome, parent.req, closes)
 
     def _expand(
         self, parents: list[TrieNode], start: int, end: int, probs: torch.Tensor, tallies: Tallies
@@ -282,7 +285,7 @@ class TrieWordSampler:
         for req, first, last in request_runs([parents[k].req for k in rows]):
             counts = [parents[start + k].count for k in range(first, last)]
             uniforms.extend(np.split(tallies.rngs[req].random(sum(counts)), np.cumsum(counts)[:-1]))
-        words = [self._word_on_space(parents[row], tallies) for row in rows]
+        words = [self._word_on_space(parents[row]) for row in rows]
         if any(word is not None for word in words):
             row_mask = torch.tensor([word is not None for word in words], device=probs.device)
             drawn_rows, folded = draw_counts_folded(probs, uniforms, row_mask, self._space_mask(probs.shape[-1]))
@@ -306,12 +309,12 @@ class TrieWordSampler:
                     open_children.append(child)
         return open_children
 
-    def _word_on_space(self, parent: TrieNode, tallies: Tallies) -> str | None:
+    def _word_on_space(self, parent: TrieNode) -> str | None:
         """The word of every child of ``parent`` whose token starts with a space, if that is decided (then those
         children are counted in bulk), else None."""
-        if not self.fold_word_ends or not parent.tokens:
-            return None
-        return word_on_space(parent.text, tallies.requests[parent.req].mode)
+        # Found when the parent was made (:meth:`_child`): word_on_space(parent.text, mode), without reading the text
+        # again. The roots (no tokens) have none.
+        return parent.closes if self.fold_word_ends else None
 
     def _space_mask(self, vocab_size: int) -> torch.Tensor:
         """The tokens that start with a space after any text (end-of-sequence ids never), computed once."""
