@@ -141,7 +141,9 @@ def test_cuda_graphs_replay_the_fixed_shape_pass(dtype: torch.dtype) -> None:
         for capture in ("static", "graphs")
     ]
     second = [SampleWordsRequest(context=f"{'word ' * 40}{k}", n=200, seed=k, max_new_tokens=7) for k in range(3)]
-    for group in (_requests(), second, _requests(temperature=0.7)):
+    # More contexts than rows per pass: their own pass widens the head's buffers, which the graphs write into.
+    wide = [SampleWordsRequest(context=f"{k} cats", n=20, seed=k, max_new_tokens=3) for k in range(60)]
+    for group in (_requests(), second, wide, _requests(temperature=0.7)):
         eager, graphs = ([r.to_record() for r in s.sample_many(group)] for s in samplers)
         assert graphs == eager
     static = samplers[1]._static

@@ -100,6 +100,14 @@ class NextTokenHead:
             self._buffer("upcast", rows, torch.float32)
         self._buffer("probs", rows, torch.float32)
 
+    def capacity(self) -> int:
+        """The rows the buffers hold now (0 before the first pass)."""
+        return max((buffer.shape[0] for buffer in self._buffers.values()), default=0)
+
+    def addresses(self) -> tuple[int, ...]:
+        """Where the buffers are now: a CUDA graph that wrote into them is stale once one was replaced."""
+        return tuple(buffer.data_ptr() for buffer in self._buffers.values())
+
     def _buffer(self, name: str, rows: int, dtype: torch.dtype) -> torch.Tensor:
         """The first ``rows`` rows of the named buffer, grown (never shrunk) to fit."""
         buffer = self._buffers.get(name)

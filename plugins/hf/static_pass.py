@@ -153,6 +153,8 @@ class StaticPass:
         self._pool: Any = None
         #: Per ``(rows, slots)`` bucket: the cache and the layout over the current buffers (:meth:`_views`).
         self._bucket_views: dict[tuple[int, int], tuple[Any, RowPrefix]] = {}
+        #: Where the head's buffers were when the graphs were recorded.
+        self._head_addresses: tuple[int, ...] = ()
         #: The bucket of the last pass, whose suffixes :meth:`take` copies out.
         self._last: tuple[int, int] = (0, 0)
         #: How many graphs were recorded (a benchmark reports it; recording costs about two eager passes).
@@ -217,6 +219,12 @@ class StaticPass:
     def _forward(self, bucket: tuple[int, int], temperature: float) -> torch.Tensor:
         if not self.graphs:
             return self._pass(bucket, temperature)
+        if self.head.addresses() != self._head_addresses:
+            # A pass wider than the reserve (a group of more contexts than rows per pass) replaced the head's buffers,
+            # which every recorded graph writes into.
+            self.head.reserve(max(self.max_rows, self.head.capacity()))
+            self._head_addresses = self.head.addresses()
+            self._graphs.clear()
         key = (*bucket, temperature)
         if key not in self._graphs:
             self._graphs[key] = self._record(bucket, temperature)
@@ -262,10 +270,9 @@ class StaticPass:
     def _record(self, bucket: tuple[int, int], temperature: float) -> tuple[Any, torch.Tensor]:
         """One bucket's pass recorded as a CUDA graph (warmed up on a side stream first, as CUDA graphs require).
 
-        The head's output buffers are reserved at full size first, so no graph records an address that a later,
-        wider graph would free; all graphs share one memory pool, which is safe because they never run at once and
-        nothing a graph leaves in the pool is read after the next replay."""
-        self.head.reserve(self.max_rows)
+        The head's output buffers are reserved at full size first (:meth:`_forward`), so no graph records an address
+        that a later, wider pass would free; all graphs share one memory pool, which is safe because they never run
+        at once and nothing a graph leaves in the pool is read after the next replay."""
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
