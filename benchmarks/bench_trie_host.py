@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     # (Tolerant of older code, which had neither, so the same script measures a commit before bulk counting.)
     if hasattr(word_sampler, "draw_counts_folded"):
         _timed(word_sampler, "draw_counts_folded", "draws", seconds, sync)
-        _timed(cls, "_space_mask", "space mask (once)", seconds, sync)
+        _timed(cls, "_vocabulary", "vocabulary (once)", seconds, sync)
     can_fold = hasattr(word_sampler, "draw_counts_folded")
     fold: dict[str, Any] = {"fold_word_ends": not (args.no_fold or args.classify)} if can_fold else {}
     sampler = cls(loaded.model, loaded.tokenizer, batch_size=args.batch_size, device=device, **fold)

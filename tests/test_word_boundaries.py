@@ -13,8 +13,8 @@ import torch
 from harness.requests import SampleWordsRequest
 from harness.text import decide_and_close, decide_word, first_complete_word, normalise_word, word_a_space_closes
 from plugins.hf.draws import draw_counts, draw_counts_folded
-from plugins.hf.tokens import decode_many, fast_decoder
-from plugins.hf.word_boundaries import space_initial_mask, word_on_space
+from plugins.hf.tokens import ContinuationDecoder, decode_many, fast_decoder
+from plugins.hf.word_boundaries import read_vocabulary, space_initial_mask, word_on_space
 from plugins.hf.word_sampler import TrieWordSampler
 from tests.test_word_sampler import TOK, VOCAB, ByteTokenizer, StubLM, markov2
 
@@ -129,6 +129,43 @@ def test_decide_and_close_is_decide_word_and_the_word_a_space_closes() -> None:
             outcome, closes = decide_and_close(text, **kwargs)  # type: ignore[arg-type]
             assert outcome == decide_word(text, **kwargs), (text, kwargs)  # type: ignore[arg-type]
             assert closes == (word_a_space_closes(text, mode) if outcome[0] == "open" else None), (text, kwargs)
+
+
+def _check_extended_texts(tokenizer: Any, vocab: int, contexts: list[list[int]], rows: list[list[int]]) -> None:
+    """Every prefix of every row, extended token by token from its parent's text, reads as its whole decode."""
+    _, pieces = read_vocabulary(tokenizer, vocab, torch.device("cpu"))
+    for context in contexts:
+        decoder = ContinuationDecoder(tokenizer, context, pieces)
+        for row in rows:
+            text = ""
+            for k in range(1, len(row) + 1):
+                text = decoder.extend(text, row[:k])
+                assert text == decoder(row[:k]), (context, row[:k])
+
+
+def test_extended_texts_are_the_whole_decodes_on_the_byte_level_stub() -> None:
+    """Split UTF-8 characters (the stub's byte tokens), special tokens and multi-byte pieces, after contexts that end
+    whole, inside a character, or not at all."""
+    tokenizer = ByteTokenizer()
+    rng = np.random.default_rng(2)
+    rows = [rng.integers(0, VOCAB, size=int(rng.integers(1, 9))).tolist() for _ in range(400)]
+    rows += [tokenizer(text)["input_ids"] for text in ("naïve café", " 😀 ok", "—x")]
+    contexts = [tokenizer("the cat")["input_ids"], tokenizer("é")["input_ids"][:1], []]
+    _check_extended_texts(tokenizer, VOCAB, contexts, rows)
+
+
+@pytest.mark.slow
+def test_extended_texts_are_the_whole_decodes_on_smollm2(smollm2: Any) -> None:
+    """The same on SmolLM2's byte-level BPE: random id lists (most split characters somewhere) and real text."""
+    tokenizer = smollm2.tokenizer
+    vocab = int(smollm2.model.get_output_embeddings().weight.shape[0])
+    rng = np.random.default_rng(3)
+    rows = [rng.integers(0, vocab, size=int(rng.integers(1, 10))).tolist() for _ in range(300)]
+    rows += [tokenizer(text)["input_ids"] for text in (" Ein Bär läuft über die Straße 😀 — done.", " the cat's")]
+    contexts = [tokenizer("The cat sat on the")["input_ids"], tokenizer(" 😀")["input_ids"][:-1]]
+    _check_extended_texts(tokenizer, vocab, contexts, rows)
+    _, pieces = read_vocabulary(tokenizer, vocab, torch.device("cpu"))
+    assert sum(piece is not None for piece in pieces) > 0.9 * vocab  # most tokens are extended, not decoded
 
 
 @pytest.mark.slow

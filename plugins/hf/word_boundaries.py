@@ -28,7 +28,7 @@ from typing import Any
 import torch
 
 from harness.text import word_a_space_closes
-from plugins.hf.tokens import decode_many, fast_decoder
+from plugins.hf.tokens import decode_many, ends_whole, fast_decoder
 
 #: Texts put in front of every token to read how it decodes after other text: two, so that a tokenizer whose pieces
 #: depend on what precedes them is caught (a token is marked only if both agree).
@@ -41,42 +41,48 @@ def _anchor_id(tokenizer: Any, text: str) -> int | None:
 
 
 def space_initial_mask(tokenizer: Any, vocab_size: int, device: torch.device) -> torch.Tensor:
-    """``[vocab_size]`` booleans: True where the token, decoded after other text, adds text that starts with a space.
+    """``[vocab_size]`` booleans: True where the token, decoded after other text, adds text that starts with a space
+    (:func:`read_vocabulary`)."""
+    return read_vocabulary(tokenizer, vocab_size, device)[0]
 
-    Read off the tokenizer itself (one batched decode per anchor text), not from its token strings, so byte-level
-    (``Ġ``) and SentencePiece (``▁``) vocabularies, and any other, are handled alike. Ids the tokenizer cannot decode
-    and special tokens (which decode to nothing) are False."""
+
+def read_vocabulary(tokenizer: Any, vocab_size: int, device: torch.device) -> tuple[torch.Tensor, list[str | None]]:
+    """How every token reads after other text, from one batched decode per anchor text: the ``[vocab_size]`` mask of
+    tokens whose added text starts with a space (both anchors agreeing on that), and per token the text it adds when
+    both anchors give the same one without U+FFFD (None otherwise: :meth:`plugins.hf.tokens.ContinuationDecoder.extend`
+    decodes those whole).
+
+    Read off the tokenizer itself, not from its token strings, so byte-level (``Ġ``) and SentencePiece (``▁``)
+    vocabularies, and any other, are handled alike. Ids the tokenizer cannot decode are False and None; special
+    tokens add nothing (they decode to nothing), so they are False and ``""``."""
     marked = torch.ones(vocab_size, dtype=torch.bool)
     decode = fast_decoder(tokenizer)
+    readings: list[list[str | None]] = []
     for text in _ANCHOR_TEXTS:
         anchor = _anchor_id(tokenizer, text)
         if anchor is None:
-            return torch.zeros(vocab_size, dtype=torch.bool, device=device)
+            return torch.zeros(vocab_size, dtype=torch.bool, device=device), [None] * vocab_size
         head = decode([anchor])
         try:
-            texts = decode_many(tokenizer, [[anchor, token] for token in range(vocab_size)])
+            texts: list[str | None] = list(decode_many(tokenizer, [[anchor, token] for token in range(vocab_size)]))
         except Exception:  # a tokenizer that refuses some ids: decide token by token
-            texts = [_decode_or_empty(decode, [anchor, token]) for token in range(vocab_size)]
-        starts = [t.startswith(head) and t[len(head) : len(head) + 1] == " " for t in texts]
-        marked &= torch.tensor(starts, dtype=torch.bool)
-    return marked.to(device)
+            texts = [_decode_or_none(decode, [anchor, token]) for token in range(vocab_size)]
+        added = [t[len(head) :] if t is not None and t.startswith(head) else None for t in texts]
+        marked &= torch.tensor([a is not None and a[:1] == " " for a in added], dtype=torch.bool)
+        readings.append(added)
+    pieces = [a if a == b and a is not None and "\ufffd" not in a else None for a, b in zip(*readings, strict=True)]
+    return marked.to(device), pieces
 
 
-def _decode_or_empty(decode: Callable[[list[int]], str], ids: list[int]) -> str:
+def _decode_or_none(decode: Callable[[list[int]], str], ids: list[int]) -> str | None:
     try:
         return decode(ids)
     except Exception:
-        return ""
+        return None
 
 
 def word_on_space(text: str, mode: str) -> str | None:
     """The word every child of a prefix with this ``text`` gets when its token starts with a space
     (:func:`harness.text.word_a_space_closes`), or None when a space would not close a word or the text may still
     change: it ends inside a UTF-8 character (U+FFFD), which the next bytes can complete into another character."""
-    return word_a_space_closes(text, mode) if may_close(text) else None
-
-
-def may_close(text: str) -> bool:
-    """Whether a space-initial token after ``text`` reads as a space after that very text: not when the text ends
-    inside a UTF-8 character (U+FFFD), which the next bytes can complete into another character."""
-    return not text.endswith("\ufffd")
+    return word_a_space_closes(text, mode) if ends_whole(text) else None

@@ -43,10 +43,10 @@ from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.prefix_attention import PrefixBatch, PrefixLayout, SharedPrefix
 from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, layout_for
 from plugins.hf.static_pass import StaticPass, capture_for
-from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
+from plugins.hf.tokens import ContinuationDecoder, encode_context, ends_whole, eos_token_ids
 from plugins.hf.trie_cache import cache_bytes, carriers, gather_rows, mergeable, request_runs, rows_by_chunk
 from plugins.hf.trie_nodes import PassChunk, Tallies, TrieNode, level_slices
-from plugins.hf.word_boundaries import may_close, space_initial_mask
+from plugins.hf.word_boundaries import read_vocabulary
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
 #: once, so a wide trie level wants few, large passes (see :data:`plugins.hf.load_options.AUTO_STEP_ROWS` for the
@@ -109,7 +109,7 @@ class TrieWordSampler:
         #: Whether children whose word is already decided are counted on the device (:mod:`.word_boundaries`); off,
         #: every child is decoded on the host (the same counts, kept for the tests that check that).
         self.fold_word_ends = fold_word_ends
-        self._space_initial: torch.Tensor | None = None
+        self._read: tuple[torch.Tensor, list[str | None]] | None = None
         self._cache_keyword = cache_keyword(model)
         self._logits_kwargs = last_logits_kwargs(model)
 
@@ -264,11 +264,11 @@ class TrieWordSampler:
         tokens = (*parent.tokens, token)
         ended = token in self.eos
         # End-of-sequence adds no text, so an ended child reads exactly like its parent.
-        text = parent.text if ended else decoder(tokens)
+        text = parent.text if ended else decoder.extend(parent.text, tokens)
         outcome, closes = decide_and_close(
             text, ended=ended, depth=len(tokens), mode=request.mode, max_new_tokens=request.max_new_tokens
         )
-        if closes is not None and not may_close(text):
+        if closes is not None and not ends_whole(text):
             closes = None
         return TrieNode(tokens, count, row, text, outcome, parent.req, closes)
 
@@ -318,11 +318,15 @@ class TrieWordSampler:
 
     def _space_mask(self, vocab_size: int) -> torch.Tensor:
         """The tokens that start with a space after any text (end-of-sequence ids never), computed once."""
-        if self._space_initial is None or self._space_initial.shape[0] != vocab_size:
-            mask = space_initial_mask(self.tokenizer, vocab_size, self.device)
+        return self._vocabulary(vocab_size)[0]
+
+    def _vocabulary(self, vocab_size: int) -> tuple[torch.Tensor, list[str | None]]:
+        """The space mask and every token's piece (:func:`plugins.hf.word_boundaries.read_vocabulary`), read once."""
+        if self._read is None or self._read[0].shape[0] != vocab_size:
+            mask, pieces = read_vocabulary(self.tokenizer, vocab_size, self.device)
             mask[[t for t in self.eos if t < vocab_size]] = False
-            self._space_initial = mask
-        return self._space_initial
+            self._read = (mask, pieces)
+        return self._read
 
     def sample(self, request: SampleWordsRequest) -> SampleWordsResponse:
         """Answer one request; see the module docstring for the algorithm and why it samples exactly."""
@@ -350,10 +354,13 @@ class TrieWordSampler:
         if self.shared_prefix:
             prefix_attention.ensure(self.model)
         contexts = [encode_context(self.tokenizer, self.model, r.context, r.max_new_tokens) for r in requests]
+        head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
+        vocab_size = int(head.weight.shape[0]) if head is not None else int(self.model.config.vocab_size)
+        pieces = self._vocabulary(vocab_size)[1]
         tallies = Tallies(
             requests=requests,
             rngs=[np.random.default_rng(r.seed) for r in requests],
-            decoders=[ContinuationDecoder(self.tokenizer, ids) for ids in contexts],
+            decoders=[ContinuationDecoder(self.tokenizer, ids, pieces) for ids in contexts],
             counts=[{} for _ in requests],
             rejected=[{} for _ in requests],
         )
