@@ -54,13 +54,13 @@ def test_capture_by_device() -> None:
 def _pass_probabilities(sampler: TrieWordSampler) -> list[torch.Tensor]:
     """Record the probabilities of every pass ``sampler`` draws from (copies: the buffers are reused)."""
     seen: list[torch.Tensor] = []
-    expand = sampler._expand
+    draw = sampler._draw
 
     def recording(parents: Any, start: int, end: int, probs: torch.Tensor, tallies: Any) -> Any:
         seen.append(probs.clone())
-        return expand(parents, start, end, probs, tallies)
+        return draw(parents, start, end, probs, tallies)
 
-    sampler._expand = recording  # type: ignore[method-assign]
+    sampler._draw = recording  # type: ignore[method-assign]
     return seen
 
 
@@ -149,3 +149,24 @@ def test_cuda_graphs_replay_the_fixed_shape_pass(dtype: torch.dtype) -> None:
     static = samplers[1]._static
     assert static is not None and static.recorded >= 4
     assert not math.isnan(float(static.head._buffers["probs"].sum()))
+
+
+def test_a_levels_next_pass_is_launched_before_this_passes_children_are_decided() -> None:
+    """Within a trie level, pass k + 1 is launched right after pass k's draws, before the host decides pass k's
+    children (on a GPU the pass then runs while the host works); the draws still come in pass order."""
+    sampler = TrieWordSampler(tiny("llama"), ByteTokenizer(), batch_size=16)
+    events: list[str] = []
+    for name in ("_step", "_draw", "_children"):
+        method = getattr(sampler, name)
+
+        def logged(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
+            events.append(_name)
+            return _method(*args, **kwargs)
+
+        setattr(sampler, name, logged)
+    sampler.sample_many(_requests())
+    log = " ".join(events)
+    # Mid-level: the next pass before the children. A level's last pass: its children before the next level's first
+    # pass, which continues them. The roots' draws (after the contexts' own passes) have no level pass before them.
+    assert "_draw _step _children" in log and "_draw _children _step" in log
+    assert events.count("_draw") == events.count("_children") == events.count("_step") + 1

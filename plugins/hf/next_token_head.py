@@ -115,3 +115,16 @@ class NextTokenHead:
             buffer = torch.empty((rows, self.weight.shape[0]), dtype=dtype, device=self.weight.device)
             self._buffers[name] = buffer
         return buffer[:rows]
+
+
+def next_token_probabilities(logits: torch.Tensor, temperature: float) -> torch.Tensor:
+    """Full-softmax next-token probabilities (float32, as in ``generate``) of the last logits of a forward pass's
+    rows, for the models this head does not serve (the samplers' plain path, the exact word search).
+
+    The softmax of ``logits / temperature`` (temperature > 0, checked by the request) runs on the model's device and
+    stays there: the draws (:func:`plugins.hf.draws.draw_counts`) search it on the device too, so only the drawn token
+    ids come back to the host. The draws also refuse NaN or infinite rows.
+    """
+    rows = logits.detach().float()
+    # Dividing by 1.0 changes no value; skipping it saves a pass over the rows.
+    return torch.softmax(rows if temperature == 1.0 else rows / temperature, dim=-1)

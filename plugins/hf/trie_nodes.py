@@ -15,6 +15,7 @@ import numpy as np
 from harness.requests import SampleWordsRequest
 from harness.text import Outcome
 from plugins.hf.tokens import ContinuationDecoder
+from plugins.hf.trie_cache import carriers
 
 
 @dataclass(slots=True)
@@ -45,6 +46,11 @@ class PassChunk:
     end: int
 
 
+#: What a pass's draws give each of its rows, as three lists: the drawn ``(token, count)`` pairs, the word its
+#: space-initial children get (or None), and how many of those the device counted in bulk.
+Drawn = tuple[list[list[tuple[int, int]]], list[str | None], list[int]]
+
+
 @dataclass
 class Tallies:
     """The per-request state of one ``sample_many`` call: requests, random streams, decoders, and what was counted."""
@@ -69,3 +75,11 @@ def level_slices(nodes: list[TrieNode], chunks: list[PassChunk], can_merge: bool
         slices.append((start, end))
         start = end
     return slices
+
+
+def trace_record(contexts: list[list[int]], n: list[int], slots: int) -> dict[str, Any]:
+    """A group's trie trace (``TrieWordSampler.trace``) before its levels: the contexts' lengths, which context's pass
+    serves which, each request's sample count and the suffix slots its rows may hold (``max_new_tokens``)."""
+    served_by = [[carrier, served] for carrier, served in carriers(contexts)]
+    return {"contexts": [len(ids) for ids in contexts], "carriers": served_by, "n": n, "levels": [],
+            "max_new_tokens": slots}  # fmt: skip

@@ -45,9 +45,9 @@ from harness.requests.word_distribution import (
 from harness.text import Outcome, decide_word
 from plugins.hf.draws import require_mass
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cache
+from plugins.hf.next_token_head import next_token_probabilities
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 from plugins.hf.trie_cache import gather_rows, mergeable
-from plugins.hf.word_sampler import TrieWordSampler
 
 #: Children of a node ranked without a full sort; a full sort happens only when the rest holds mass that matters.
 TOP_CHILDREN = 256
@@ -137,7 +137,7 @@ class ExactWordSearch:
     def _probs(logits: torch.Tensor, temperature: float) -> np.ndarray:
         """The sampler's float32 softmax (with its check of the logits), renormalised in float64 so that masses add
         up exactly."""
-        softmax = TrieWordSampler._probabilities(logits, temperature)
+        softmax = next_token_probabilities(logits, temperature)
         require_mass(softmax.sum(dim=-1))
         probs = softmax.cpu().numpy().astype(np.float64)
         out: np.ndarray = probs / probs.sum(axis=-1, keepdims=True)

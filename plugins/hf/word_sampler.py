@@ -27,6 +27,7 @@ change floating-point rounding; keep it fixed to reproduce results bit for bit.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -39,13 +40,13 @@ from plugins.hf import inplace_mlp, prefix_attention
 from plugins.hf.draws import draw_counts, draw_counts_folded
 from plugins.hf.load_options import AUTO_STEP_ROWS
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cache
-from plugins.hf.next_token_head import NextTokenHead
+from plugins.hf.next_token_head import NextTokenHead, next_token_probabilities
 from plugins.hf.prefix_attention import PrefixBatch, PrefixLayout, SharedPrefix
 from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, layout_for
 from plugins.hf.static_pass import StaticPass, capture_for
 from plugins.hf.tokens import ContinuationDecoder, encode_context, ends_whole, eos_token_ids
 from plugins.hf.trie_cache import cache_bytes, carriers, gather_rows, mergeable, request_runs, rows_by_chunk
-from plugins.hf.trie_nodes import PassChunk, Tallies, TrieNode, level_slices
+from plugins.hf.trie_nodes import Drawn, PassChunk, Tallies, TrieNode, level_slices, trace_record
 from plugins.hf.word_boundaries import read_vocabulary
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
@@ -129,19 +130,7 @@ class TrieWordSampler:
         out = self.model(
             input_ids=input_ids, use_cache=True, **{self._cache_keyword: cache}, **self._logits_kwargs, **kwargs
         )
-        return self._probabilities(out.logits[:, -1, :], temperature), output_cache(out)
-
-    @staticmethod
-    def _probabilities(logits: torch.Tensor, temperature: float) -> torch.Tensor:
-        """Full-softmax next-token probabilities (float32, as in ``generate``) for one forward pass's rows.
-
-        The softmax of ``logits / temperature`` (temperature > 0, checked by the request) runs on the model's
-        device and stays there: the draws (:func:`plugins.hf.draws.draw_counts`) search it on the device too, so only
-        the drawn token ids come back to the host. The draws also refuse NaN or infinite rows.
-        """
-        rows = logits.detach().float()
-        # Dividing by 1.0 changes no value; skipping it saves a pass over the rows.
-        return torch.softmax(rows if temperature == 1.0 else rows / temperature, dim=-1)
+        return next_token_probabilities(out.logits[:, -1, :], temperature), output_cache(out)
 
     def _encode_contexts(
         self, contexts: list[list[int]], temperature: float
@@ -173,11 +162,8 @@ class TrieWordSampler:
         """A new trace record for this group when tracing is on (shared-prefix path only: the one replayed)."""
         if self.trace is None or not self.shared_prefix:
             return None
-        served_by = [[carrier, served] for carrier, served in carriers(contexts)]
-        record = {"contexts": [len(ids) for ids in contexts], "carriers": served_by, "n": n, "levels": [],
-                  "max_new_tokens": slots}  # fmt: skip
-        self.trace.append(record)  # its levels are appended as they run
-        return record
+        self.trace.append(trace_record(contexts, n, slots))  # its levels are appended as they run
+        return self.trace[-1]
 
     def _rows_per_pass(self, row_bytes: int) -> int:
         """``batch_size``, lowered so one pass's gathered cache (``row_bytes`` per row) fits ``max_cache_bytes``."""
@@ -276,8 +262,13 @@ class TrieWordSampler:
         self, parents: list[TrieNode], start: int, end: int, probs: torch.Tensor, tallies: Tallies
     ) -> list[TrieNode]:
         """Draw the children of ``parents[start:end]`` (``probs`` holds their rows, in order), count the children
-        whose word is decided, and return the open ones. Each request's stream is consumed row by row, in row
-        order, as if its rows were drawn alone."""
+        whose word is decided, and return the open ones (:meth:`_draw`, then :meth:`_children`)."""
+        return self._children(parents, start, self._draw(parents, start, end, probs, tallies), tallies)
+
+    def _draw(self, parents: list[TrieNode], start: int, end: int, probs: torch.Tensor, tallies: Tallies) -> Drawn:
+        """Each row's drawn ``(token, count)`` pairs, the word its space-initial children get (or None) and how many
+        of those were counted in bulk, on the host: ``probs`` is free for the next pass once this returns. Each
+        request's stream is consumed row by row, in row order, as if its rows were drawn alone."""
         rows = range(start, end)
         # One call per request's run of rows: a generator's stream split into the rows' counts is the same numbers
         # as one call per row.
@@ -291,8 +282,12 @@ class TrieWordSampler:
             drawn_rows, folded = draw_counts_folded(probs, uniforms, row_mask, self._space_mask(probs.shape[-1]))
         else:
             drawn_rows, folded = draw_counts(probs, uniforms), [0] * len(rows)
+        return drawn_rows, words, folded
+
+    def _children(self, parents: list[TrieNode], start: int, drawn_rows: Drawn, tallies: Tallies) -> list[TrieNode]:
+        """Count the drawn children (of ``parents[start:]``, per :meth:`_draw`) whose word is decided; the open ones."""
         open_children: list[TrieNode] = []
-        for row, drawn, word, n_folded in zip(rows, drawn_rows, words, folded, strict=True):
+        for row, drawn, word, n_folded in zip(itertools.count(start), *drawn_rows, strict=False):
             parent = parents[row]
             i = parent.req
             if n_folded:
@@ -416,8 +411,15 @@ class TrieWordSampler:
                 row_bytes = context_bytes * (n_context + depth) // n_context
             next_level: list[TrieNode] = []
             next_chunks: list[PassChunk] = []
-            for chunk, probs in self._run_level(level, chunks, row_bytes, temperature, prefixes):
-                next_level.extend(self._expand(level, chunk.start, chunk.end, probs, tallies))
+            passes = self._run_level(level, chunks, row_bytes, temperature, prefixes)
+            current = next(passes, None)
+            while current is not None:
+                chunk, probs = current
+                drawn = self._draw(level, chunk.start, chunk.end, probs, tallies)
+                # The level's next pass (its inputs are all known) is launched before this one's children are
+                # decided: on a GPU it runs while the host decides them. The same operations, in the same order.
+                current = next(passes, None)
+                next_level.extend(self._children(level, chunk.start, drawn, tallies))
                 next_chunks.append(chunk)
             for node in level:
                 evaluated[node.req] += 1
