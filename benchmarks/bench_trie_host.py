@@ -52,7 +52,7 @@ def _timed(owner: Any, name: str, key: str, seconds: dict[str, float], sync: Cal
 
 def _classify(sampler: Any) -> dict[str, int]:
     """Counts, as ``sampler`` decodes every child, the drawn children and those bulk counting would fold: the
-    criterion of ``TrieWordSampler._expand`` (its own ``_word_on_space`` and ``_space_mask``) applied one by one."""
+    criterion of ``TrieWordSampler._draw`` (its own ``_word_on_space`` and ``_space_mask``) applied one by one."""
     from plugins.hf.word_boundaries import word_on_space
 
     counts = {"drawn_children": 0, "foldable_children": 0}
