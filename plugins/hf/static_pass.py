@@ -10,8 +10,8 @@ made fixed here:
 * **suffix depth**: every row's sampled suffix sits in a bucket of key/value slots (:func:`slot_bucket`: 4, 8, 16,
   ... up to the requests' ``max_new_tokens``); a pass writes its new position into slot ``depth - 1``, an index held
   in a tensor (:class:`SlotLayer`), and the attention masks the empty slots (``RowPrefix.suffix_mask``), so one graph
-  serves every depth of its bucket. (One bucket of ``max_new_tokens`` slots for all depths made every pass read 32
-  slots where most rows hold one to four tokens: on a CPU that alone cost about a third of a pass.)
+  serves every depth of its bucket. (One bucket of ``max_new_tokens`` slots for all depths would make every pass
+  read and mask 32 slots where most rows hold one to four tokens.)
 * **contexts**: the group's carriers (:class:`~plugins.hf.prefix_rows.PaddedCarriers`) are copied into buffers of a
   bucketed number (a power of two) and length (a multiple of 16: every row reads all of it, so a power of two would
   nearly double the attention of Provo's 70-token passages), masked per row as the rows layout masks them.
