@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from plugins.hf.model_calls import cache_keyword, output_cache
-from plugins.hf.prefix_attention import SUPPORTED_MODEL_TYPES
+from plugins.hf.prefix_attention import SUPPORTED_MODEL_TYPES, capped
 
 #: Model types whose ``forward`` computes logits as the LM head of the decoder's hidden states and nothing more
 #: (``supports`` also checks the head's type and bias and the config's soft-capping and logit scale): the families
@@ -41,7 +41,7 @@ class NextTokenHead:
         self._cache_keyword = cache_keyword(self.decoder)
         self._buffers: dict[str, torch.Tensor] = {}
         #: ``logits = cap * tanh(logits / cap)`` after the head, as the model's forward does when its config says so.
-        self.final_cap: float | None = getattr(model.config, "final_logit_softcapping", None)
+        self.final_cap: float | None = getattr(model.config, "final_logit_softcapping", None) or None
 
     @staticmethod
     def supports(model: Any) -> bool:
@@ -66,8 +66,7 @@ class NextTokenHead:
         rows = hidden.shape[0]
         logits = self._buffer("logits", rows, self.weight.dtype)
         torch.mm(hidden, self.weight.t(), out=logits)
-        if self.final_cap:
-            logits.div_(self.final_cap).tanh_().mul_(self.final_cap)
+        capped(logits, self.final_cap)
         if logits.dtype != torch.float32:
             upcast = self._buffer("upcast", rows, torch.float32)
             upcast.copy_(logits)

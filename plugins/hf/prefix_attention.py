@@ -130,6 +130,13 @@ def capped(scores: torch.Tensor, softcap: float | None) -> torch.Tensor:
     return scores
 
 
+def context_mask(lengths: torch.Tensor, positions: int) -> torch.Tensor:
+    """The additive mask ``[rows, 1, 1, positions]`` of rows whose contexts have ``lengths``: 0 before, -inf from
+    (every trie layout masks a row's positions past its own context with it)."""
+    past = torch.arange(positions, device=lengths.device) >= lengths[:, None]
+    return torch.zeros(past.shape, device=lengths.device).masked_fill_(past, -math.inf)[:, None, None, :]
+
+
 def suffix_scores(q: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
     """Unscaled scores of every row's query against its own suffix keys, in the model dtype: ``[rows, kv, group, l]``.
 
@@ -169,9 +176,7 @@ class PrefixBatch:
             lengths = [prefixes[context].length for context, s, e in run for _ in range(s, e)]
             mask = None
             if any(length < owner.positions for length in lengths):
-                device = owner.keys[0].device
-                past = torch.arange(owner.positions, device=device) >= torch.tensor(lengths, device=device)[:, None]
-                mask = torch.zeros(past.shape, device=device).masked_fill_(past, -math.inf)[:, None, None, :]
+                mask = context_mask(torch.tensor(lengths, device=owner.keys[0].device), owner.positions)
             self.runs.append((owner, start, end, mask))
 
     def longest(self) -> int:
@@ -379,9 +384,7 @@ def enable(model: Any) -> bool:
     config = getattr(model, "config", None)
     if config is None or getattr(config, "model_type", None) not in SUPPORTED_MODEL_TYPES:
         return False
-    # A soft-capping model (Gemma 2) runs eager attention, sdpa being unable to cap; the others sdpa.
-    plain = "eager" if _soft_caps(model) else "sdpa"
-    if getattr(config, "_attn_implementation", None) not in (plain, _name_for(model)):
+    if getattr(config, "_attn_implementation", None) not in (_plain_kernel(model), _name_for(model)):
         return False
     ensure(model)
     return True
@@ -389,6 +392,12 @@ def enable(model: Any) -> bool:
 
 def _soft_caps(model: Any) -> bool:
     return getattr(model.config, "attn_logit_softcapping", None) is not None
+
+
+def _plain_kernel(model: Any) -> str:
+    """The attention ``model`` runs without a layout, and whose mask builder it keeps: a soft-capping model (Gemma 2)
+    runs eager attention, ``sdpa`` being unable to cap; the others ``sdpa``."""
+    return "eager" if _soft_caps(model) else "sdpa"
 
 
 def _name_for(model: Any) -> str:
@@ -405,7 +414,7 @@ def ensure(model: Any) -> None:
     requests, so that can never happen unnoticed.
     """
     name = _name_for(model)
-    register_attention(name, prefix_attention, "eager" if _soft_caps(model) else "sdpa")
+    register_attention(name, prefix_attention, _plain_kernel(model))
     if getattr(model.config, "_attn_implementation", None) != name:
         model.set_attn_implementation(name)
 

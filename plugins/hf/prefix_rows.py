@@ -22,12 +22,11 @@ the layout in force is recorded in ``results.json`` (the adapter's ``prefix_layo
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import torch
 
-from plugins.hf.prefix_attention import GroupPrefix, SharedPrefix, capped, suffix_scores
+from plugins.hf.prefix_attention import GroupPrefix, SharedPrefix, capped, context_mask, suffix_scores
 
 #: The layouts of the trie sampler's prefix attention, by name (``auto`` picks by device).
 PREFIX_LAYOUTS = ("runs", "rows")
@@ -131,8 +130,3 @@ class RowPrefix:
             "bhgl,bhld->bhgd", weights[..., positions:], value
         )
 
-
-def context_mask(lengths: torch.Tensor, positions: int) -> torch.Tensor:
-    """The additive mask ``[rows, 1, 1, positions]`` of rows whose contexts have ``lengths``: 0 before, -inf from."""
-    past = torch.arange(positions, device=lengths.device) >= lengths[:, None]
-    return torch.zeros(past.shape, device=lengths.device).masked_fill_(past, -math.inf)[:, None, None, :]

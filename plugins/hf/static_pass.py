@@ -34,7 +34,8 @@ import torch
 from transformers.cache_utils import DynamicLayer
 
 from plugins.hf.next_token_head import NextTokenHead
-from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, context_mask
+from plugins.hf.prefix_attention import context_mask
+from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix
 
 #: How the trie sampler runs its per-level pass: ``off`` (the shapes of each pass, as recorded), ``static`` (fixed
 #: shapes, eager) or ``graphs`` (fixed shapes, replayed as CUDA graphs). ``auto`` is ``off`` until a GPU
@@ -82,7 +83,6 @@ class SlotLayer(DynamicLayer):
 
     def __init__(self, keys: torch.Tensor, values: torch.Tensor, slot: torch.Tensor) -> None:
         super().__init__()
-        self.slots: tuple[torch.Tensor, torch.Tensor] = (keys, values)
         self.keys, self.values, self.slot = keys, values, slot
         self.dtype, self.device = keys.dtype, keys.device
         self.is_initialized = True
@@ -90,15 +90,16 @@ class SlotLayer(DynamicLayer):
     def update(
         self, key_states: torch.Tensor, value_states: torch.Tensor, *args: Any, **kwargs: Any
     ) -> tuple[torch.Tensor, torch.Tensor]:
-        keys, values = self.slots
-        keys.index_copy_(2, self.slot, key_states)
-        values.index_copy_(2, self.slot, value_states)
-        return keys, values
+        assert self.keys is not None and self.values is not None
+        self.keys.index_copy_(2, self.slot, key_states)
+        self.values.index_copy_(2, self.slot, value_states)
+        return self.keys, self.values
 
     def get_seq_length(self) -> int:
         # Read only to number the new position and size a mask, both unused: positions are given, and the prefix
         # attention ignores the model's mask. The slot count keeps the mask's size fixed.
-        return int(self.slots[0].shape[2]) - 1
+        assert self.keys is not None
+        return int(self.keys.shape[2]) - 1
 
 
 class PassBuffers:

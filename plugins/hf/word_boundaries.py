@@ -85,4 +85,10 @@ def word_on_space(text: str, mode: str) -> str | None:
     """The word every child of a prefix with this ``text`` gets when its token starts with a space
     (:func:`harness.text.word_a_space_closes`), or None when a space would not close a word or the text may still
     change: it ends inside a UTF-8 character (U+FFFD), which the next bytes can complete into another character."""
-    return word_a_space_closes(text, mode) if ends_whole(text) else None
+    return space_closes(text, word_a_space_closes(text, mode))
+
+
+def space_closes(text: str, word: str | None) -> str | None:
+    """``word``, the word a space after ``text`` closes, where ``text`` is whole (:func:`plugins.hf.tokens.ends_whole`),
+    else None: :func:`word_on_space` for a caller that found the word with the text's own outcome."""
+    return word if ends_whole(text) else None

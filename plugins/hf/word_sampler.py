@@ -44,10 +44,10 @@ from plugins.hf.next_token_head import NextTokenHead, next_token_probabilities
 from plugins.hf.prefix_attention import PrefixBatch, PrefixLayout, SharedPrefix
 from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, layout_for
 from plugins.hf.static_pass import StaticPass, capture_for
-from plugins.hf.tokens import ContinuationDecoder, encode_context, ends_whole, eos_token_ids
+from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 from plugins.hf.trie_cache import cache_bytes, carriers, gather_rows, mergeable, request_runs, rows_by_chunk
 from plugins.hf.trie_nodes import Drawn, PassChunk, Tallies, TrieNode, level_slices, trace_record
-from plugins.hf.word_boundaries import read_vocabulary
+from plugins.hf.word_boundaries import read_vocabulary, space_closes
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
 #: once, so a wide trie level wants few, large passes (see :data:`plugins.hf.load_options.AUTO_STEP_ROWS` for the
@@ -184,10 +184,7 @@ class TrieWordSampler:
             return
         can_merge = chunks[0].cache is None or mergeable(chunks[0].cache)
         for start, end in level_slices(nodes, chunks, can_merge, self._rows_per_pass(row_bytes)):
-            parts = [
-                (chunks[k].cache, torch.tensor(rows, dtype=torch.long, device=self.device))
-                for k, rows in rows_by_chunk([n.parent_row for n in nodes[start:end]], [c.start for c in chunks])
-            ]
+            parts = self._parent_rows(nodes[start:end], chunks)
             # From flat lists: torch.tensor of a list of one-element lists cost about 5 us per row.
             input_ids = torch.tensor([n.tokens[-1] for n in nodes[start:end]], dtype=torch.long).view(-1, 1)
             input_ids = input_ids.to(self.device)
@@ -214,14 +211,18 @@ class TrieWordSampler:
         depth = len(nodes[0].tokens)
         for start, end in level_slices(nodes, chunks, True, self._rows_per_pass(row_bytes)):
             batch = nodes[start:end]
-            parents = [] if depth == 1 else [
-                (chunks[k].cache, torch.tensor(rows, dtype=torch.long, device=self.device))
-                for k, rows in rows_by_chunk([n.parent_row for n in batch], [c.start for c in chunks])
-            ]  # fmt: skip
+            parents = [] if depth == 1 else self._parent_rows(batch, chunks)
             positions = [prefixes[n.req].length + depth - 1 for n in batch]
             probs = self._static.run([n.tokens[-1] for n in batch], positions, [n.req for n in batch], parents,
                                      depth, temperature)  # fmt: skip
             yield PassChunk(self._static.take(end - start, depth), start, end), probs
+
+    def _parent_rows(self, batch: list[TrieNode], chunks: list[PassChunk]) -> list[tuple[Any, torch.Tensor]]:
+        """Per parent chunk holding rows of ``batch``: its cache and those rows within it, on the device."""
+        return [
+            (chunks[k].cache, torch.tensor(rows, dtype=torch.long, device=self.device))
+            for k, rows in rows_by_chunk([n.parent_row for n in batch], [c.start for c in chunks])
+        ]
 
     def begin_group(self, prefixes: list[SharedPrefix], slots: int) -> None:
         """Set up a group's fixed-shape passes (its contexts, ``slots`` suffix positions); nothing without them."""
@@ -254,9 +255,7 @@ class TrieWordSampler:
         outcome, closes = decide_and_close(
             text, ended=ended, depth=len(tokens), mode=request.mode, max_new_tokens=request.max_new_tokens
         )
-        if closes is not None and not ends_whole(text):
-            closes = None
-        return TrieNode(tokens, count, row, text, outcome, parent.req, closes)
+        return TrieNode(tokens, count, row, text, outcome, parent.req, space_closes(text, closes))
 
     def _expand(
         self, parents: list[TrieNode], start: int, end: int, probs: torch.Tensor, tallies: Tallies
