@@ -32,7 +32,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from harness.requests import SampleWordsRequest  # noqa: E402
-from plugins.hf import word_sampler  # noqa: E402
+from plugins.hf import draws, word_sampler  # noqa: E402
 from plugins.hf.loading import load_hf_model  # noqa: E402
 
 
@@ -98,12 +98,16 @@ def main(argv: list[str] | None = None) -> int:
     cls = word_sampler.TrieWordSampler
     _timed(cls, "_step", "model passes", seconds, sync)
     _timed(cls, "_encode_contexts", "context passes", seconds, sync)
-    _timed(word_sampler, "draw_counts", "draws", seconds, sync)
-    # (Tolerant of older code, which had neither, so the same script measures a commit before bulk counting.)
-    if hasattr(word_sampler, "draw_counts_folded"):
-        _timed(word_sampler, "draw_counts_folded", "draws", seconds, sync)
+    # The draws as each version of the code makes them, so the same script measures older commits: one call per
+    # pass before bulk counting (draw_counts), then with it (draw_counts_folded), now launched and collected.
+    for name in ("draw_counts", "draw_counts_folded", "launch_flat"):
+        if hasattr(word_sampler, name):
+            _timed(word_sampler, name, "draws", seconds, sync)
+    if hasattr(draws, "PendingCounts"):
+        _timed(draws.PendingCounts, "collect", "draws", seconds, sync)
+    if hasattr(cls, "_vocabulary"):
         _timed(cls, "_vocabulary", "vocabulary (once)", seconds, sync)
-    can_fold = hasattr(word_sampler, "draw_counts_folded")
+    can_fold = hasattr(word_sampler, "draw_counts_folded") or hasattr(word_sampler, "launch_flat")
     fold: dict[str, Any] = {"fold_word_ends": not (args.no_fold or args.classify)} if can_fold else {}
     sampler = cls(loaded.model, loaded.tokenizer, batch_size=args.batch_size, device=device, **fold)
     children = _classify(sampler) if args.classify else None

@@ -77,32 +77,45 @@ def test_block_sums_split_over_threads_are_the_one_thread_sums(monkeypatch: pyte
         assert np.array_equal(draws._block_sums(blocks), expected)
 
 
-def test_count_rows_hand_case() -> None:
-    tokens = np.array([[5, 2, 5, -1], [7, -1, -1, -1], [-1, -1, -1, -1], [3, 3, 3, 1]])
-    valid = np.array([[True, True, True, False], [True, False, False, False], [False] * 4, [True] * 4])
-    assert draws._count_rows(tokens, valid) == [[(2, 1), (5, 2)], [(7, 1)], [], [(1, 1), (3, 3)]]
-    assert draws._count_rows(tokens, np.zeros_like(valid)) == [[], [], [], []]
+def test_pairs_by_row_hand_case() -> None:
+    # Keys row * 10 + token, sorted, folded draws last: row 0 drew 2 once and 5 twice, row 1 drew 7, row 2 nothing,
+    # row 3 drew 1 once and 3 three times.
+    keys = np.array([2, 5, 5, 17, 31, 33, 33, 33, draws._FOLDED, draws._FOLDED])
+    assert draws._pairs_by_row(keys, 4, 10) == [[(2, 1), (5, 2)], [(7, 1)], [], [(1, 1), (3, 3)]]
+    assert draws._pairs_by_row(np.array([draws._FOLDED]), 2, 10) == [[], []]
+    assert draws._pairs_by_row(np.zeros(0, dtype=np.int64), 3, 10) == [[], [], []]
 
 
-def test_runs_counted_on_the_device_equal_the_hosts_count() -> None:
-    """The GPU's way of counting (sort and run starts where the tokens are) gives the numpy count's pairs, with
-    invalid entries anywhere in a row (padding at the end, folded draws in the middle)."""
-    rng = np.random.default_rng(3)
-    tokens = rng.integers(0, 40, size=(50, 30))
-    tokens[rng.random(tokens.shape) < 0.3] = -1
-    tokens[7] = -1  # a row with nothing left
-    expected = draws._count_rows(tokens, tokens >= 0)
-    row, token, count = draws.runs_on_device(torch.from_numpy(tokens))
-    got: list[list[tuple[int, int]]] = [[] for _ in range(50)]
-    for r, t, c in zip(row.tolist(), token.tolist(), count.tolist(), strict=True):
-        got[r].append((t, c))
-    assert got == expected
-    assert got[7] == [] and sum(c for pairs in got for _, c in pairs) == int((tokens >= 0).sum())
-    # By hand: row [3, -1, 3, 1] has token 1 once and token 3 twice.
-    row, token, count = draws.runs_on_device(torch.tensor([[3, -1, 3, 1]]))
-    assert (row.tolist(), token.tolist(), count.tolist()) == ([0, 0], [1, 3], [1, 2])
-    # The whole way back to the host, as a GPU takes it, with per-row extras.
-    t = torch.from_numpy(tokens)
-    extra = torch.arange(50)
-    assert draws._counts_to_host(t, extra, on_device=True) == draws._counts_to_host(t, extra, on_device=False)
-    assert draws._counts_to_host(t, None, on_device=True)[0] == expected
+def test_flat_search_is_searchsorted_row_by_row() -> None:
+    """The binary search over flat arrays gives ``torch.searchsorted(right=True)``'s index on every row, at ties
+    (a target equal to an entry, repeated entries) and past both ends; NaN gives 0."""
+    cdf = torch.tensor([[0.1, 0.2, 0.2, 0.5, 1.0], [0.0, 0.0, 0.3, 0.3, 0.3]], dtype=torch.float64)
+    values = [0.0, 0.05, 0.1, 0.2, 0.25, 0.5, 0.99, 1.0, 1.5, 0.3, -1.0]
+    row = torch.tensor([r for r in (0, 1) for _ in values])
+    target = torch.tensor(values * 2, dtype=torch.float64)
+    expected = torch.searchsorted(cdf[row], target[:, None], right=True)[:, 0]
+    assert draws._search_rows(cdf, row, target).tolist() == expected.tolist()
+    assert draws._search_rows(cdf, row[:5], target[:5]).tolist() == [0, 0, 1, 3, 3]  # by hand
+    for n in (1, 2, 3, 7, 8, 9, 192):  # every length of row, so the loop's count is enough
+        wide = torch.cumsum(torch.rand(3, n, dtype=torch.float64), dim=-1)
+        row = torch.arange(3).repeat_interleave(50)
+        target = torch.rand(150, dtype=torch.float64) * (n + 1) - 0.5
+        expected = torch.searchsorted(wide[row], target[:, None], right=True)[:, 0]
+        assert draws._search_rows(wide, row, target).tolist() == expected.tolist()
+    nan = torch.tensor([float("nan")], dtype=torch.float64)
+    assert draws._search_rows(cdf, torch.tensor([0]), nan).tolist() == [0]
+
+
+def test_launched_draws_are_read_when_collected() -> None:
+    """A pass's draws are launched without reading anything back; a row without mass is refused when they are read,
+    with the error ``draw_counts`` gives, and every listed count plus the folded ones is the row's sample count."""
+    pending = draws.launch_counts(torch.tensor([[float("nan"), 1.0]]), [np.array([0.5])])
+    with pytest.raises(FloatingPointError, match="NaN or infinite"):
+        pending.collect()
+    probs = torch.tensor([[0.0, 0.25, 0.0, 0.75, 0.0], [0.5, 0.5, 0.0, 0.0, 0.0]])
+    pending = draws.launch_counts(
+        probs, [np.array([0.1, 0.3, 0.9]), np.array([0.7, 0.2])], torch.tensor([True, False]),
+        torch.tensor([False, False, False, True, False]),
+    )  # fmt: skip
+    # Row 0: 0.1 -> token 1, 0.3 and 0.9 -> token 3 (folded); row 1 is not folded: 0.2 -> 0, 0.7 -> 1.
+    assert pending.collect() == ([[(1, 1)], [(0, 1), (1, 1)]], [2, 0])

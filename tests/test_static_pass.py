@@ -151,6 +151,37 @@ def test_cuda_graphs_replay_the_fixed_shape_pass(dtype: torch.dtype) -> None:
     assert not math.isnan(float(static.head._buffers["probs"].sum()))
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="waiting for a GPU needs a GPU")
+def test_a_pass_and_its_draws_are_queued_without_waiting_for_the_gpu() -> None:
+    """On a GPU, once its graphs are recorded, a level pass (its inputs' copies, the parents' rows, the replay) and
+    its draws queue everything without one synchronisation: torch's sync debug mode raises at any blocking copy,
+    ``.item()`` or ``nonzero``. The host waits only when it reads a pass's draws, after queueing the next pass."""
+    device = torch.device("cuda")
+    sampler = TrieWordSampler(tiny("llama").to(device), ByteTokenizer(), batch_size=48, pass_capture="graphs")
+    expected = [r.to_record() for r in sampler.sample_many(_requests())]  # records every bucket's graph
+    static = sampler._static
+    assert static is not None
+    checked: list[str] = []
+
+    def strict(owner: Any, name: str) -> None:
+        method = getattr(owner, name)
+
+        def no_wait(*args: Any, **kwargs: Any) -> Any:
+            torch.cuda.set_sync_debug_mode("error")
+            try:
+                return method(*args, **kwargs)
+            finally:
+                torch.cuda.set_sync_debug_mode("default")
+                checked.append(name)
+
+        setattr(owner, name, no_wait)
+
+    for owner, name in ((sampler, "_draw"), (sampler, "_parent_rows"), (static, "run"), (static, "take")):
+        strict(owner, name)
+    assert [r.to_record() for r in sampler.sample_many(_requests())] == expected
+    assert {"_draw", "_parent_rows", "run", "take"} <= set(checked)
+
+
 def test_a_levels_next_pass_is_launched_before_this_passes_children_are_decided() -> None:
     """Within a trie level, pass k + 1 is launched right after pass k's draws, before the host decides pass k's
     children (on a GPU the pass then runs while the host works); the draws still come in pass order."""

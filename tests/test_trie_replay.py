@@ -56,7 +56,8 @@ def test_the_trace_records_every_pass_and_the_replay_runs_the_same_rows_on_anoth
     replayed = _rows_run(other)
     import torch
 
-    with torch.inference_mode():
+    plain = OpCounter()
+    with torch.inference_mode(), plain:
         replay_group(other, group, other.model.config.vocab_size, np.random.default_rng(0))
     assert sum(replayed) == sum(rows)
     assert group["max_new_tokens"] == 3
@@ -72,7 +73,9 @@ def test_the_trace_records_every_pass_and_the_replay_runs_the_same_rows_on_anoth
     assert replayed_fixed == replayed
     assert fixed._static is not None and fixed._static.buffers is not None
     assert fixed._static.buffers.slots == 3
-    assert counter.inside > counter.ops > 0
+    # What a GPU still launches one by one (the draws, the inputs' copies) is less than the passes at their own
+    # shapes launch, although the fixed-shape pass runs more operations.
+    assert 0 < counter.ops < plain.ops < counter.ops + counter.inside
 
 
 def test_rows_by_chunk_groups_parent_rows_in_chunk_order() -> None:

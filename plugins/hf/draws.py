@@ -5,7 +5,9 @@ draw by inverse transform: a uniform ``u`` from the caller's own ``numpy`` rando
 searched in the row's float64 cumulative sum. Two things keep this cheap:
 
 * all rows of a forward pass are drawn together on the model's device, so on a GPU the probabilities never come
-  back to the host (only the drawn token ids do);
+  back to the host (only the drawn token ids do). The uniforms travel as one flat array and the drawn tokens come
+  back as one sorted array, with no value read on the way that would make the host wait for the device
+  (:func:`launch_counts`): the trie sampler queues its next forward pass before it reads a pass's draws;
 * the cumulative sum is taken in two levels: per block of :data:`BLOCK` tokens, then inside only the blocks that a
   uniform falls into. A full float64 cumulative sum of every row wrote 8 bytes per vocabulary entry per trie node
   and was the largest cost after the matrix products; most nodes draw a few samples, which touch a few blocks.
@@ -20,9 +22,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
+
+from plugins.hf.device_copy import to_device
 
 #: Tokens per block of the two-level cumulative sum: 256 gives 192 blocks for a 49,152-token vocabulary, so both
 #: levels are short.
@@ -68,8 +74,36 @@ def require_mass(totals: torch.Tensor) -> None:
     """FloatingPointError unless every row's total probability is finite and positive.
 
     -inf logits are a legitimate "never" (masked tokens); NaN, +inf or an all -inf row poison the softmax."""
-    if not bool((torch.isfinite(totals) & (totals > 0)).all()):
-        raise FloatingPointError("the model produced NaN or infinite logits (try dtype=float32)")
+    if not bool(_has_mass(totals)):
+        raise FloatingPointError(_NO_MASS)
+
+
+_NO_MASS = "the model produced NaN or infinite logits (try dtype=float32)"
+
+
+def _has_mass(totals: torch.Tensor) -> torch.Tensor:
+    """:func:`require_mass`'s test, left on the device (a zero-dimensional boolean) until the caller reads it."""
+    return (torch.isfinite(totals) & (totals > 0)).all()
+
+
+def _search_rows(cdf: torch.Tensor, row: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """``torch.searchsorted(cdf[row[i]], target[i], right=True)`` for every ``i`` at once: how many entries of its
+    row are at most the target.
+
+    A binary search of fixed length over flat arrays: ``torch.searchsorted`` wants every row's values padded to the
+    longest row's count (up to 1,000 in a trie level, where most rows draw a few samples), which was 54 times as
+    many entries as draws on the first 64 Provo contexts. The same comparisons of the same numbers decide the result,
+    so it is exactly the padded search's. A NaN target compares false and gives 0."""
+    n = cdf.shape[1]
+    lo = torch.zeros_like(row)
+    hi = torch.full_like(row, n)
+    for _ in range(n.bit_length()):
+        active = lo < hi
+        mid = (lo + hi) >> 1
+        right = active & (cdf[row, mid.clamp(max=n - 1)] <= target)
+        lo = torch.where(right, mid + 1, lo)
+        hi = torch.where(active & ~right, mid, hi)
+    return lo
 
 
 class _Blocked:
@@ -89,131 +123,144 @@ class _Blocked:
             sums = self.blocks.sum(dim=-1, dtype=torch.float64)
         self.block_cdf = torch.cumsum(sums, dim=-1)
         self.total = self.block_cdf[:, -1:].contiguous()
-        require_mass(self.total)
+        #: Whether every row has mass (:func:`require_mass`), on the device: read with the draws, not before them.
+        self.has_mass = _has_mass(self.total)
+        # ``u * total`` can round up to ``total`` for ``u`` within 2**-53 of 1: such a draw stays on the last block
+        # with mass.
+        self.last_block = torch.searchsorted(self.block_cdf, self.total, right=False)[:, 0]
 
-    def search(self, uniforms: torch.Tensor, valid: torch.Tensor | None = None) -> torch.Tensor:
-        """Tokens for ``uniforms`` (rows x k, float64, one row per probability row); entries where ``valid`` is False
-        are padding, left as -1. A token of probability 0 has an empty interval and is never drawn."""
-        target = uniforms * self.total
-        block = torch.searchsorted(self.block_cdf, target, right=True)
-        # ``u * total`` can round up to ``total`` for ``u`` within 2**-53 of 1: keep it on the last block with mass.
-        block = torch.minimum(block, torch.searchsorted(self.block_cdf, self.total, right=False))
-        before = torch.where(block > 0, self.block_cdf.gather(1, (block - 1).clamp(min=0)), 0.0)
-        rows = torch.arange(uniforms.shape[0], device=uniforms.device)[:, None].expand_as(block)
-        keep = valid if valid is not None else torch.ones_like(block, dtype=torch.bool)
-        row, blk, offset = rows[keep], block[keep], (target - before)[keep]
-        inner = torch.cumsum(self.blocks[row, blk], dim=-1, dtype=torch.float64)
-        index = torch.searchsorted(inner, offset[:, None], right=True)
+    def search(self, row: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+        """The token of each uniform (float64) in the row ``row`` names. A token of probability 0 has an empty
+        interval and is never drawn. Nothing here waits for the device: no value decides a shape."""
+        target = uniforms * self.total[row, 0]
+        block = torch.minimum(_search_rows(self.block_cdf, row, target), self.last_block[row])
+        block = block.clamp(max=self.blocks.shape[1] - 1)  # only rows without mass reach past it (refused later)
+        before = torch.where(block > 0, self.block_cdf[row, (block - 1).clamp(min=0)], 0.0)
+        inner = torch.cumsum(self.blocks[row, block], dim=-1, dtype=torch.float64)
+        index = torch.searchsorted(inner, (target - before)[:, None], right=True)
         # The block's own running sum can end a unit below the block total used above: stay on its last token with
         # mass, never on a zero-probability token after it.
         index = torch.minimum(index, torch.searchsorted(inner, inner[:, -1:].contiguous(), right=False))[:, 0]
-        tokens = torch.full_like(block, -1)
-        tokens[keep] = blk * BLOCK + index
-        return tokens
+        return block * BLOCK + index.clamp(max=BLOCK - 1)
 
 
 def draw_tokens(probs: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
     """One token per row of ``probs`` (rows x vocabulary), with ``uniforms[r]`` for row ``r``."""
     blocked = _Blocked(probs)
-    return blocked.search(uniforms.to(probs.device, torch.float64)[:, None])[:, 0]
+    require_mass(blocked.total)
+    rows = torch.arange(probs.shape[0], device=probs.device)
+    return blocked.search(rows, uniforms.to(probs.device, torch.float64))
 
 
-def _search_padded(probs: torch.Tensor, uniforms: Sequence[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Every row's uniforms searched at once: tokens ``[rows, width]`` on the device, -1 where ``valid`` is False."""
-    if len(uniforms) != probs.shape[0]:
-        raise ValueError(f"{len(uniforms)} rows of uniforms for {probs.shape[0]} rows of probabilities")
-    blocked = _Blocked(probs)
+#: The sort key of a folded draw: after every ``row * vocabulary + token``, so a pass's listed draws come first.
+_FOLDED = torch.iinfo(torch.long).max
+
+
+@dataclass
+class PendingCounts:
+    """One pass's draws, computed (or being computed) where its probabilities are, and on their way to the host.
+
+    :meth:`collect` waits for them. The trie sampler launches the next forward pass before it does, so on a GPU that
+    pass runs while the host waits for these draws and then decides their children; the draws' kernels were
+    queued first, so the next pass cannot overwrite the probabilities they read."""
+
+    #: ``[has mass, folded count of each row, sorted keys]``, on the host once ``ready`` has happened.
+    packed: torch.Tensor
+    ready: Any
+    rows: int
+    vocab: int
+
+    def collect(self) -> tuple[list[list[tuple[int, int]]], list[int]]:
+        """Each row's listed ``(token, count)`` pairs, sorted by token, and its folded count."""
+        if self.ready is not None:
+            self.ready.synchronize()
+        flat = self.packed.numpy()
+        if not flat[0]:
+            raise FloatingPointError(_NO_MASS)
+        folded = flat[1 : 1 + self.rows].tolist()
+        return _pairs_by_row(flat[1 + self.rows :], self.rows, self.vocab), folded
+
+
+def launch_counts(
+    probs: torch.Tensor,
+    uniforms: Sequence[np.ndarray],
+    rows_mask: torch.Tensor | None = None,
+    tokens_mask: torch.Tensor | None = None,
+) -> PendingCounts:
+    """Draw ``uniforms[r]`` (row ``r``'s ``count`` uniforms) from each row of ``probs`` without waiting for them.
+
+    The counts of ``count`` i.i.d. draws are exactly one ``Multinomial(count, p)`` draw, which a trie node needs.
+    With masks, the draws of a token in ``tokens_mask`` (``[vocab]`` booleans) on a row where ``rows_mask``
+    (``[rows]`` booleans) is True are only counted per row (the trie sampler folds the children whose word is
+    already decided this way: :mod:`plugins.hf.word_boundaries`); the same uniforms draw the same tokens, so the
+    folded counts plus the listed ones are exactly the unfolded draws.
+
+    All rows' uniforms go to the device as one flat array (no padding) and come back as one sorted array of
+    ``row * vocabulary + token`` keys with the per-row folded counts: one copy each way, and no value read on the
+    way that would make the host wait (the check that the rows have mass travels with the result)."""
     lengths = np.fromiter((len(u) for u in uniforms), dtype=np.int64, count=len(uniforms))
-    width = int(lengths.max(initial=0))
-    padded = np.zeros((len(uniforms), width))
-    valid = np.zeros((len(uniforms), width), dtype=bool)
-    if width:  # every row's uniforms put in place at once (a loop over 8,192 rows cost milliseconds per pass)
-        row = np.repeat(np.arange(len(uniforms)), lengths)
-        col = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        padded[row, col] = np.concatenate(uniforms)
-        valid[row, col] = True
+    flat = np.concatenate(uniforms) if len(uniforms) else np.zeros(0)
+    return launch_flat(probs, flat, lengths, rows_mask, tokens_mask)
+
+
+def launch_flat(
+    probs: torch.Tensor,
+    flat: np.ndarray,
+    lengths: np.ndarray,
+    rows_mask: torch.Tensor | None = None,
+    tokens_mask: torch.Tensor | None = None,
+) -> PendingCounts:
+    """:func:`launch_counts` with the rows' uniforms one after another in ``flat``, ``lengths[r]`` of them for row
+    ``r``: how the trie sampler draws them from its random streams (cutting them per row cost a view per row)."""
+    rows, vocab = probs.shape
+    if len(lengths) != rows:
+        raise ValueError(f"{len(lengths)} rows of uniforms for {rows} rows of probabilities")
     device = probs.device
-    on_device = torch.from_numpy(valid).to(device)
-    if width == 0:
-        return torch.full(valid.shape, -1, dtype=torch.long, device=device), on_device
-    return blocked.search(torch.from_numpy(padded).to(device), on_device), on_device
+    total = int(lengths.sum())
+    if len(flat) != total:
+        raise ValueError(f"{len(flat)} uniforms for rows that draw {total}")
+    per_row_lengths = to_device(lengths, device, torch.long)
+    row = torch.repeat_interleave(torch.arange(rows, device=device), per_row_lengths, output_size=total)
+    blocked = _Blocked(probs)
+    tokens = blocked.search(row, to_device(flat, device, torch.float64))
+    keys = row * vocab + tokens
+    per_row = torch.zeros(rows, dtype=torch.long, device=device)
+    if rows_mask is not None and tokens_mask is not None:
+        folded = rows_mask[row] & tokens_mask[tokens.clamp(max=tokens_mask.shape[0] - 1)]
+        per_row.index_add_(0, row, folded.long())
+        keys = torch.where(folded, _FOLDED, keys)
+    packed = torch.cat([blocked.has_mass.long().view(1), per_row, torch.sort(keys).values])
+    if device.type != "cuda":
+        return PendingCounts(packed, None, rows, vocab)
+    host = torch.empty(packed.shape, dtype=packed.dtype, pin_memory=True)
+    host.copy_(packed, non_blocking=True)
+    ready = torch.cuda.Event()
+    ready.record()
+    return PendingCounts(host, ready, rows, vocab)
 
 
 def draw_counts(probs: torch.Tensor, uniforms: Sequence[np.ndarray]) -> list[list[tuple[int, int]]]:
-    """For each row, the tokens drawn with that row's uniforms, as ``(token, count)`` pairs sorted by token id.
-
-    ``uniforms[r]`` holds row ``r``'s ``count`` uniforms: the counts of ``count`` i.i.d. draws are exactly one
-    ``Multinomial(count, p)`` draw, which a trie node needs. Rows are padded to the longest; padding is not searched.
-    """
-    tokens, _ = _search_padded(probs, uniforms)
-    return _counts_to_host(tokens, None)[0]
+    """For each row, the tokens drawn with that row's uniforms, as ``(token, count)`` pairs sorted by token id
+    (:func:`launch_counts`, waited for)."""
+    return launch_counts(probs, uniforms).collect()[0]
 
 
 def draw_counts_folded(
     probs: torch.Tensor, uniforms: Sequence[np.ndarray], rows: torch.Tensor, tokens_mask: torch.Tensor
 ) -> tuple[list[list[tuple[int, int]]], list[int]]:
-    """:func:`draw_counts`, except that draws of a token in ``tokens_mask`` (``[vocab]`` booleans) on a row where
-    ``rows`` (``[rows]`` booleans) is True are only counted, per row, on the device: the second list. The trie
-    sampler folds the children whose word is already decided this way (:mod:`plugins.hf.word_boundaries`); the same
-    uniforms draw the same tokens, so the folded counts plus the listed ones are exactly :func:`draw_counts`'s."""
-    tokens, valid = _search_padded(probs, uniforms)
-    folded = valid & rows[:, None] & tokens_mask[tokens.clamp(min=0)]
-    return _counts_to_host(torch.where(folded, -1, tokens), folded.sum(dim=1))
+    """:func:`draw_counts` with the draws of ``tokens_mask`` on ``rows`` only counted (:func:`launch_counts`)."""
+    return launch_counts(probs, uniforms, rows, tokens_mask).collect()
 
 
-def _counts_to_host(
-    tokens: torch.Tensor, per_row: torch.Tensor | None, on_device: bool | None = None
-) -> tuple[list[list[tuple[int, int]]], list[int]]:
-    """Each row's ``(token, count)`` pairs of ``tokens`` (``[rows, width]``, -1 not drawn) and ``per_row`` (or
-    zeros), with one transfer to the host, which is the pass's one synchronisation.
-
-    On a CPU the padded token matrix is counted by numpy (:func:`_count_rows`). On a GPU it is counted where it is
-    (:func:`runs_on_device`) and only the runs come back: a wide trie level's padded matrix (8,192 rows by the
-    largest count of any row, up to 1,000) was tens of MB to copy and sort on the host per pass. Both give the same
-    integers (``on_device`` forces either way; by default, the device's way off a CPU)."""
-    rows = tokens.shape[0]
-    if not (on_device if on_device is not None else tokens.device.type != "cpu"):
-        host = tokens.numpy()
-        return _count_rows(host, host >= 0), per_row.tolist() if per_row is not None else [0] * rows
-    if per_row is None:
-        per_row = tokens.new_zeros(rows)
-    row, token, count = runs_on_device(tokens)
-    flat = torch.cat([per_row.to(torch.long), row, token, count]).cpu().numpy()
-    runs = (flat.size - rows) // 3
-    row_of, token_of, count_of = flat[rows:].reshape(3, runs)
-    first_of_row = np.searchsorted(row_of, np.arange(rows + 1))
-    pairs = list(zip(token_of.tolist(), count_of.tolist(), strict=True))
-    return [pairs[first_of_row[r] : first_of_row[r + 1]] for r in range(rows)], flat[:rows].tolist()
-
-
-def runs_on_device(tokens: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """The distinct valid tokens of every row of ``tokens`` (-1 invalid, anywhere) with their counts, computed where
-    the tensor is: ``(row, token, count)``, ordered by row, then token."""
-    big = torch.iinfo(torch.long).max
-    ordered = torch.sort(torch.where(tokens >= 0, tokens, big), dim=1).values
-    valid = ordered != big
-    starts = valid.clone()
-    starts[:, 1:] &= ordered[:, 1:] != ordered[:, :-1]
-    row, col = starts.nonzero(as_tuple=True)
-    ends = valid.sum(dim=1)[row]
-    if row.numel() > 1:
-        ends[:-1] = torch.where(row[1:] == row[:-1], col[1:], ends[:-1])
-    return row, ordered[row, col], ends - col
-
-
-def _count_rows(tokens: np.ndarray, valid: np.ndarray) -> list[list[tuple[int, int]]]:
-    """Each row's distinct valid tokens with their counts, sorted by token, for all rows at once: one row-wise sort
-    and one pass over the flattened runs (a ``np.unique`` per row cost 4.6 ms of Python calls per pass of 512 rows)."""
-    rows, width = tokens.shape
-    # Invalid entries (padding, folded draws) sort last in their row, past every token id, so after the sort each
-    # row's valid tokens are its first ones.
-    ordered = np.sort(np.where(valid, tokens, np.iinfo(tokens.dtype).max), axis=1)
-    first = np.arange(width)[None, :] < valid.sum(axis=1)[:, None]
-    flat, row_of = ordered[first], np.nonzero(first)[0]
-    if flat.size == 0:
+def _pairs_by_row(keys: np.ndarray, rows: int, vocab: int) -> list[list[tuple[int, int]]]:
+    """Each row's distinct tokens with their counts, from sorted ``row * vocab + token`` keys (folded ones, last,
+    left out): one pass over the runs of equal keys for all rows at once."""
+    keys = keys[: np.searchsorted(keys, _FOLDED)]
+    if keys.size == 0:
         return [[] for _ in range(rows)]
-    starts = np.flatnonzero(np.r_[True, (flat[1:] != flat[:-1]) | (row_of[1:] != row_of[:-1])])
-    counts = np.diff(np.r_[starts, flat.size])
-    first_of_row = np.searchsorted(row_of[starts], np.arange(rows + 1))
-    pairs = list(zip(flat[starts].tolist(), counts.tolist(), strict=True))
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    counts = np.diff(np.r_[starts, keys.size])
+    row_of, token_of = np.divmod(keys[starts], vocab)
+    first_of_row = np.searchsorted(row_of, np.arange(rows + 1))
+    pairs = list(zip(token_of.tolist(), counts.tolist(), strict=True))
     return [pairs[first_of_row[r] : first_of_row[r + 1]] for r in range(rows)]

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
 
+from plugins.hf.device_copy import to_device
 from plugins.hf.plain_attention import plain_attention
 
 if TYPE_CHECKING:
@@ -176,7 +177,7 @@ class PrefixBatch:
             lengths = [prefixes[context].length for context, s, e in run for _ in range(s, e)]
             mask = None
             if any(length < owner.positions for length in lengths):
-                mask = context_mask(torch.tensor(lengths, device=owner.keys[0].device), owner.positions)
+                mask = context_mask(to_device(lengths, owner.keys[0].device, torch.long), owner.positions)
             self.runs.append((owner, start, end, mask))
 
     def longest(self) -> int:

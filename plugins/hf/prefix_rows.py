@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import torch
 
+from plugins.hf.device_copy import to_device
 from plugins.hf.prefix_attention import GroupPrefix, SharedPrefix, capped, context_mask, suffix_scores
 
 #: The layouts of the trie sampler's prefix attention, by name (``auto`` picks by device).
@@ -80,8 +81,8 @@ class RowPrefix:
         #: Per layer, the carriers' keys/values ``[carriers, kv_heads, positions, head_dim]``.
         self.keys, self.values = carriers.keys, carriers.values
         #: Which carrier each row reads: ``[rows]``.
-        self.carrier = torch.tensor([carriers.carrier[r] for r in row_requests], dtype=torch.long, device=device)
-        lengths = torch.tensor([carriers.length[r] for r in row_requests], device=device)
+        self.carrier = to_device([carriers.carrier[r] for r in row_requests], device, torch.long)
+        lengths = to_device([carriers.length[r] for r in row_requests], device, torch.long)
         #: Additive mask ``[rows, 1, 1, positions]``: 0 on a row's own context, -inf past it (padding included).
         self.mask = context_mask(lengths, carriers.max_positions)
         #: Additive mask ``[suffix_len]`` on the suffix scores, or None: a pass at fixed shapes
@@ -129,4 +130,3 @@ class RowPrefix:
         return torch.einsum("bhgl,bhld->bhgd", weights[..., :positions], values) + torch.einsum(
             "bhgl,bhld->bhgd", weights[..., positions:], value
         )
-

@@ -33,6 +33,7 @@ from typing import Any
 import torch
 from transformers.cache_utils import DynamicLayer
 
+from plugins.hf.device_copy import to_device
 from plugins.hf.next_token_head import NextTokenHead
 from plugins.hf.prefix_attention import context_mask
 from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix
@@ -194,7 +195,7 @@ class StaticPass:
         assert self.buffers is not None and self.padded is not None, "begin_group first"
         buffers, padded, rows = self.buffers, self.padded, len(tokens)
         columns = [tokens, positions, [padded.carrier[r] for r in requests], [padded.length[r] for r in requests]]
-        ids = torch.tensor(columns, dtype=torch.long).to(buffers.slot.device)  # one copy to the device
+        ids = to_device(columns, buffers.slot.device, torch.long)  # one copy to the device
         buffers.input_ids[:rows, 0] = ids[0]
         buffers.position_ids[:rows, 0] = ids[1]
         buffers.carrier[:rows] = ids[2]

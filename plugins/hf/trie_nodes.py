@@ -14,6 +14,7 @@ import numpy as np
 
 from harness.requests import SampleWordsRequest
 from harness.text import Outcome
+from plugins.hf.draws import PendingCounts
 from plugins.hf.tokens import ContinuationDecoder
 from plugins.hf.trie_cache import carriers
 
@@ -49,6 +50,13 @@ class PassChunk:
 #: What a pass's draws give each of its rows, as three lists: the drawn ``(token, count)`` pairs, the word its
 #: space-initial children get (or None), and how many of those the device counted in bulk.
 Drawn = tuple[list[list[tuple[int, int]]], list[str | None], list[int]]
+
+
+def collect_drawn(pending: PendingCounts, words: list[str | None]) -> Drawn:
+    """A pass's launched draws (``TrieWordSampler._draw``), waited for, with its rows' words of space-initial
+    children."""
+    listed, folded = pending.collect()
+    return listed, words, folded
 
 
 @dataclass

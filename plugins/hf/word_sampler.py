@@ -37,7 +37,8 @@ import torch
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.text import decide_and_close
 from plugins.hf import inplace_mlp, prefix_attention
-from plugins.hf.draws import draw_counts, draw_counts_folded
+from plugins.hf.device_copy import to_device
+from plugins.hf.draws import PendingCounts, launch_flat
 from plugins.hf.load_options import AUTO_STEP_ROWS
 from plugins.hf.model_calls import cache_keyword, last_logits_kwargs, output_cache
 from plugins.hf.next_token_head import NextTokenHead, next_token_probabilities
@@ -46,7 +47,7 @@ from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, layout_for
 from plugins.hf.static_pass import StaticPass, capture_for
 from plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids
 from plugins.hf.trie_cache import cache_bytes, carriers, gather_rows, mergeable, request_runs, rows_by_chunk
-from plugins.hf.trie_nodes import Drawn, PassChunk, Tallies, TrieNode, level_slices, trace_record
+from plugins.hf.trie_nodes import Drawn, PassChunk, Tallies, TrieNode, collect_drawn, level_slices, trace_record
 from plugins.hf.word_boundaries import read_vocabulary, space_closes
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
@@ -186,8 +187,7 @@ class TrieWordSampler:
         for start, end in level_slices(nodes, chunks, can_merge, self._rows_per_pass(row_bytes)):
             parts = self._parent_rows(nodes[start:end], chunks)
             # From flat lists: torch.tensor of a list of one-element lists cost about 5 us per row.
-            input_ids = torch.tensor([n.tokens[-1] for n in nodes[start:end]], dtype=torch.long).view(-1, 1)
-            input_ids = input_ids.to(self.device)
+            input_ids = to_device([n.tokens[-1] for n in nodes[start:end]], self.device, torch.long).view(-1, 1)
             kwargs: dict[str, Any] = {}
             if prefixes is None:
                 cache = gather_rows(parts, can_merge)
@@ -196,8 +196,8 @@ class TrieWordSampler:
                 cache = gather_rows(parts, can_merge) if chunks[0].cache is not None else self._new_cache()
                 batch = nodes[start:end]
                 depth = len(batch[0].tokens)
-                positions = torch.tensor([prefixes[n.req].length + depth - 1 for n in batch], dtype=torch.long)
-                kwargs["position_ids"] = positions.view(-1, 1).to(self.device)
+                positions = [prefixes[n.req].length + depth - 1 for n in batch]
+                kwargs["position_ids"] = to_device(positions, self.device, torch.long).view(-1, 1)
                 kwargs["shared_prefix"] = self._layout(prefixes, batch)
             probs, cache = self._step(input_ids, cache, temperature, **kwargs)
             yield PassChunk(cache, start, end), probs
@@ -220,7 +220,7 @@ class TrieWordSampler:
     def _parent_rows(self, batch: list[TrieNode], chunks: list[PassChunk]) -> list[tuple[Any, torch.Tensor]]:
         """Per parent chunk holding rows of ``batch``: its cache and those rows within it, on the device."""
         return [
-            (chunks[k].cache, torch.tensor(rows, dtype=torch.long, device=self.device))
+            (chunks[k].cache, to_device(rows, self.device, torch.long))
             for k, rows in rows_by_chunk([n.parent_row for n in batch], [c.start for c in chunks])
         ]
 
@@ -262,26 +262,26 @@ class TrieWordSampler:
     ) -> list[TrieNode]:
         """Draw the children of ``parents[start:end]`` (``probs`` holds their rows, in order), count the children
         whose word is decided, and return the open ones (:meth:`_draw`, then :meth:`_children`)."""
-        return self._children(parents, start, self._draw(parents, start, end, probs, tallies), tallies)
+        return self._children(parents, start, collect_drawn(*self._draw(parents, start, end, probs, tallies)), tallies)
 
-    def _draw(self, parents: list[TrieNode], start: int, end: int, probs: torch.Tensor, tallies: Tallies) -> Drawn:
-        """Each row's drawn ``(token, count)`` pairs, the word its space-initial children get (or None) and how many
-        of those were counted in bulk, on the host: ``probs`` is free for the next pass once this returns. Each
-        request's stream is consumed row by row, in row order, as if its rows were drawn alone."""
+    def _draw(
+        self, parents: list[TrieNode], start: int, end: int, probs: torch.Tensor, tallies: Tallies
+    ) -> tuple[PendingCounts, list[str | None]]:
+        """Launch the draws of rows ``start:end`` (``probs`` holds their rows, in order), and each row's word of its
+        space-initial children (or None), which the draws count in bulk (:func:`.trie_nodes.collect_drawn`
+        reads both). The draws are queued before anything that could overwrite ``probs``. Each request's
+        stream is consumed row by row, in row order, as if its rows were drawn alone."""
         rows = range(start, end)
         # One call per request's run of rows: a generator's stream split into the rows' counts is the same numbers
         # as one call per row.
-        uniforms: list[np.ndarray] = []
-        for req, first, last in request_runs([parents[k].req for k in rows]):
-            counts = [parents[start + k].count for k in range(first, last)]
-            uniforms.extend(np.split(tallies.rngs[req].random(sum(counts)), np.cumsum(counts)[:-1]))
+        counts = np.fromiter((parents[k].count for k in rows), dtype=np.int64, count=end - start)
+        runs = request_runs([parents[k].req for k in rows])
+        flat = np.concatenate([tallies.rngs[req].random(int(counts[first:last].sum())) for req, first, last in runs])
         words = [self._word_on_space(parents[row]) for row in rows]
         if any(word is not None for word in words):
-            row_mask = torch.tensor([word is not None for word in words], device=probs.device)
-            drawn_rows, folded = draw_counts_folded(probs, uniforms, row_mask, self._space_mask(probs.shape[-1]))
-        else:
-            drawn_rows, folded = draw_counts(probs, uniforms), [0] * len(rows)
-        return drawn_rows, words, folded
+            row_mask = to_device([word is not None for word in words], probs.device, torch.bool)
+            return launch_flat(probs, flat, counts, row_mask, self._space_mask(probs.shape[-1])), words
+        return launch_flat(probs, flat, counts), words
 
     def _children(self, parents: list[TrieNode], start: int, drawn_rows: Drawn, tallies: Tallies) -> list[TrieNode]:
         """Count the drawn children (of ``parents[start:]``, per :meth:`_draw`) whose word is decided; the open ones."""
@@ -415,10 +415,11 @@ class TrieWordSampler:
             while current is not None:
                 chunk, probs = current
                 drawn = self._draw(level, chunk.start, chunk.end, probs, tallies)
-                # The level's next pass (its inputs are all known) is launched before this one's children are
-                # decided: on a GPU it runs while the host decides them. The same operations, in the same order.
+                # The level's next pass (its inputs are all known) is launched after this one's draws and before
+                # they are read: on a GPU it runs while the host waits for the draws and decides their children.
+                # The same operations, in the same order.
                 current = next(passes, None)
-                next_level.extend(self._children(level, chunk.start, drawn, tallies))
+                next_level.extend(self._children(level, chunk.start, collect_drawn(*drawn), tallies))
                 next_chunks.append(chunk)
             for node in level:
                 evaluated[node.req] += 1
