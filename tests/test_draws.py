@@ -10,6 +10,7 @@ from scipy import stats
 
 from plugins.hf import draws
 from plugins.hf.draws import draw_counts, draw_tokens
+from tests.device_waits import DeviceWaits
 
 
 def test_draw_tokens_is_exact_inverse_transform() -> None:
@@ -119,3 +120,18 @@ def test_launched_draws_are_read_when_collected() -> None:
     )  # fmt: skip
     # Row 0: 0.1 -> token 1, 0.3 and 0.9 -> token 3 (folded); row 1 is not folded: 0.2 -> 0, 0.7 -> 1.
     assert pending.collect() == ([[(1, 1)], [(0, 1), (1, 1)]], [2, 0])
+
+
+def test_launching_draws_reads_nothing_back() -> None:
+    """Launching a pass's draws, folded or not, holds no operation that would wait for a GPU (``tests.device_waits``:
+    the padded search read the mass check back and indexed by boolean masks four times)."""
+    torch.manual_seed(0)
+    probs = torch.softmax(torch.randn(6, 700) * 3, dim=-1)
+    uniforms = [np.random.default_rng(k).random(c) for k, c in enumerate((3, 0, 50, 1, 2, 9))]
+    with torch.inference_mode(), DeviceWaits() as spy:
+        plain = draws.launch_counts(probs, uniforms)
+        folded = draws.launch_counts(probs, uniforms, torch.tensor([True, False] * 3), torch.rand(700) < 0.5)
+    assert spy.waits == []
+    listed, counts = folded.collect()
+    every = sum(c for row in plain.collect()[0] for _, c in row)
+    assert sum(c for row in listed for _, c in row) + sum(counts) == every == 65

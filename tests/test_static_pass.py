@@ -11,8 +11,10 @@ import pytest
 import torch
 
 from harness.requests import SampleWordsRequest
+from plugins.hf import word_sampler
 from plugins.hf.static_pass import StaticPass, capture_for, row_bucket, slot_bucket
 from plugins.hf.word_sampler import TrieWordSampler
+from tests.device_waits import DeviceWaits
 from tests.test_model_families import CONFIGS, tiny
 from tests.test_word_sampler import ByteTokenizer
 
@@ -149,6 +151,42 @@ def test_cuda_graphs_replay_the_fixed_shape_pass(dtype: torch.dtype) -> None:
     static = samplers[1]._static
     assert static is not None and static.recorded >= 4
     assert not math.isnan(float(static.head._buffers["probs"].sum()))
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2", "gemma2"])
+@pytest.mark.parametrize("capture", ["static", "off"])
+def test_a_pass_and_its_draws_read_nothing_back(family: str, capture: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What a GPU would queue between two waits (a level pass: its inputs, its parents' rows, the model, the
+    suffixes kept; and the pass's draws) holds no operation that reads a value back or sizes its output by the
+    values (:mod:`tests.device_waits`), at fixed shapes and at the passes' own shapes in a GPU's rows layout; seen on
+    a CPU, so CI keeps them out. The same run without the spy gives the same records."""
+    sampler = TrieWordSampler(tiny(family), ByteTokenizer(), batch_size=48, pass_capture=capture, prefix_layout="rows")
+    expected = [r.to_record() for r in sampler.sample_many(_requests())]
+    spy = DeviceWaits()
+    seen: list[str] = []
+
+    def watched(method: Any, name: str) -> Any:
+        def spied(*args: Any, **kwargs: Any) -> Any:
+            seen.append(name)
+            with spy:
+                return method(*args, **kwargs)
+
+        return spied
+
+    names = ["_draw", "_parent_rows"]
+    if sampler._static is not None:
+        names += ["run", "take"]
+        for name in ("run", "take"):
+            setattr(sampler._static, name, watched(getattr(sampler._static, name), name))
+    else:
+        names += ["_step", "gather_rows"]
+        monkeypatch.setattr(word_sampler, "gather_rows", watched(word_sampler.gather_rows, "gather_rows"))
+        sampler._step = watched(sampler._step, "_step")  # type: ignore[method-assign]
+    for name in ("_draw", "_parent_rows"):
+        setattr(sampler, name, watched(getattr(sampler, name), name))
+    assert [r.to_record() for r in sampler.sample_many(_requests())] == expected
+    assert set(seen) == set(names)
+    assert spy.waits == []
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="waiting for a GPU needs a GPU")
