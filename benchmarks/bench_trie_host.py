@@ -5,7 +5,9 @@ On a GPU the passes are fast and the host's work per drawn child is what is left
 there; on a CPU it is a few percent of a run. It answers the first Provo contexts (as ``harness run`` does: exact
 mode, n = 1,000, in blocks of ``--contexts-per-pass``) with the sampler's methods wrapped by timers, and prints the
 seconds of each part, the open children (trie nodes run through the model) and the host's microseconds per open
-child. ``--no-fold`` decodes every drawn child on the host, as before bulk counting (``plugins/hf/word_boundaries``);
+child, of which ``children_s`` is the deciding of drawn children one by one. The parents' cache rows gathered per
+pass (``cache gathers``) are copies on a CPU and the device's own kernels on a GPU, so they are counted apart.
+``--no-fold`` decodes every drawn child on the host, as before bulk counting (``plugins/hf/word_boundaries``);
 ``--classify`` does the same and counts the drawn children that bulk counting would have folded (a space-initial
 token after a prefix whose word a space closes).
 
@@ -107,6 +109,12 @@ def main(argv: list[str] | None = None) -> int:
         _timed(draws.PendingCounts, "collect", "draws", seconds, sync)
     if hasattr(cls, "_vocabulary"):
         _timed(cls, "_vocabulary", "vocabulary (once)", seconds, sync)
+    # The parents' cache rows gathered for each pass: copies on a CPU, the device's own kernels on a GPU, so apart
+    # from the host's work. And, within the host's work, the drawn children decided one by one (part of host_s).
+    _timed(word_sampler, "gather_rows", "cache gathers", seconds, sync)
+    within_host: dict[str, float] = defaultdict(float)
+    if hasattr(cls, "_children"):
+        _timed(cls, "_children", "children_s", within_host, sync)
     can_fold = hasattr(word_sampler, "draw_counts_folded") or hasattr(word_sampler, "launch_flat")
     fold: dict[str, Any] = {"fold_word_ends": not (args.no_fold or args.classify)} if can_fold else {}
     sampler = cls(loaded.model, loaded.tokenizer, batch_size=args.batch_size, device=device, **fold)
@@ -129,7 +137,10 @@ def main(argv: list[str] | None = None) -> int:
         "model": args.model, "device": str(device), "dtype": args.dtype, "contexts": len(requests),
         "fold": bool(fold.get("fold_word_ends")), "total_s": round(total, 2),
         **{k: round(v, 3) for k, v in seconds.items()}, "host_s": round(host, 3), "open_children": open_children,
-        "host_us_per_open_child": round(host * 1e6 / max(1, open_children), 1), **(children or {}),
+        "host_us_per_open_child": round(host * 1e6 / max(1, open_children), 1),
+        **{k: round(v, 3) for k, v in within_host.items()},
+        "children_us_per_open_child": round(within_host["children_s"] * 1e6 / max(1, open_children), 1),
+        **(children or {}),
     }  # fmt: skip
     print(json.dumps(result))
     if args.json:
