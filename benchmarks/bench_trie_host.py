@@ -80,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--dtype", default="float32")
+    parser.add_argument("--pass-capture", default=None, help="off, static or graphs (default: the sampler's own)")
     parser.add_argument("--no-fold", action="store_true", help="decode every drawn child on the host")
     parser.add_argument("--classify", action="store_true", help="--no-fold, counting the children it would fold")
     parser.add_argument("--json", type=Path, default=None)
@@ -99,6 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     seconds: dict[str, float] = defaultdict(float)
     cls = word_sampler.TrieWordSampler
     _timed(cls, "_step", "model passes", seconds, sync)
+    if hasattr(word_sampler, "StaticPass"):  # a level's passes at fixed shapes (pass_capture static or graphs)
+        _timed(word_sampler.StaticPass, "run", "model passes", seconds, sync)
+        _timed(word_sampler.StaticPass, "take", "model passes", seconds, sync)
     _timed(cls, "_encode_contexts", "context passes", seconds, sync)
     # The draws as each version of the code makes them, so the same script measures older commits: one call per
     # pass before bulk counting (draw_counts), then with it (draw_counts_folded), now launched and collected.
@@ -117,7 +121,8 @@ def main(argv: list[str] | None = None) -> int:
         _timed(cls, "_children", "children_s", within_host, sync)
     can_fold = hasattr(word_sampler, "draw_counts_folded") or hasattr(word_sampler, "launch_flat")
     fold: dict[str, Any] = {"fold_word_ends": not (args.no_fold or args.classify)} if can_fold else {}
-    sampler = cls(loaded.model, loaded.tokenizer, batch_size=args.batch_size, device=device, **fold)
+    capture: dict[str, Any] = {"pass_capture": args.pass_capture} if args.pass_capture else {}
+    sampler = cls(loaded.model, loaded.tokenizer, batch_size=args.batch_size, device=device, **fold, **capture)
     children = _classify(sampler) if args.classify else None
     requests = [
         SampleWordsRequest(context=p["context"], n=1000, seed=k, mode="exact", max_new_tokens=32)
@@ -135,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     open_children = evaluated - contexts_tokens
     result = {
         "model": args.model, "device": str(device), "dtype": args.dtype, "contexts": len(requests),
+        "pass_capture": getattr(sampler, "pass_capture", "off"),
         "fold": bool(fold.get("fold_word_ends")), "total_s": round(total, 2),
         **{k: round(v, 3) for k, v in seconds.items()}, "host_s": round(host, 3), "open_children": open_children,
         "host_us_per_open_child": round(host * 1e6 / max(1, open_children), 1),

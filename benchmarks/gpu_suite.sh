@@ -20,7 +20,8 @@
 #      (contexts per pass x rows per pass; SUITE_SWEEP="CxR ..." picks others), runs/sweep-CxR;
 #   4. the full provo task in bfloat16 on CUDA (runs/gpu-bf16-full) in the fastest shape, timed; it leaves
 #      SUITE_RESERVE seconds (default 360) for the steps after it; then a cProfile of the host's Python over
-#      SWEEP_LIMIT contexts (profile.txt);
+#      SWEEP_LIMIT contexts (profile.txt), and the same contexts' time split into passes, draws, cache gathers and
+#      the host's own work (bench_trie_host.py, trie_host.json);
 #   5. the statistical tests of the sampler and the generator against plain generate, on CUDA (pytest), and the
 #      bulk counting of decided children against decoding every child;
 #   6. the trie replay: the first contexts' tries recorded with the model, replayed at SmolLM2's shape in both layouts
@@ -118,6 +119,11 @@ step profile $(( $(left) < 90 ? $(left) : 90 )) "$py" -m cProfile -o "$out/profi
   --model-args "$best_args" --batch-size "$best_rows"
 [ -f "$out/profile.out" ] && "$py" -c "import pstats, sys; pstats.Stats(sys.argv[1]).sort_stats('tottime').print_stats(30)" \
   "$out/profile.out" >"$out/profile.txt" 2>&1
+# The host's share measured apart (each part synchronised, so the parts add up; bench_trie_host.py): passes, draws,
+# cache gathers, and the host's own work per open child, in the chosen capture and the GPU's block shape.
+step trie-host $(( $(left) < 90 ? $(left) : 90 )) "$py" benchmarks/bench_trie_host.py --device "$device" \
+  --dtype bfloat16 --limit "$sweep_limit" --contexts-per-pass 256 --batch-size 4096 --pass-capture "$capture" \
+  --json "$out/trie_host.json"
 stat="(plain_generate or determinism or exact_distribution_on_smollm2 or grouping or bulk_counting_on_smollm2) and not tiny"
 [ "$quick" = 1 ] || step pytest-bf16 $(( $(left) < 90 ? $(left) : 90 )) env HARNESS_TEST_DEVICE=cuda HARNESS_TEST_DTYPE=bfloat16 \
   "$py" -m pytest -q -p no:cacheprovider tests/test_word_sampler.py tests/test_generator.py tests/test_word_distribution.py tests/test_word_boundaries.py -k "$stat"
