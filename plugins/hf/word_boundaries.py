@@ -11,7 +11,7 @@ fast (the first 200 Provo contexts on an H100: 17.7 s that way, 13.2 s with bulk
 So the sampler decides them in bulk: a boolean mask over the vocabulary says which tokens read as starting with a
 space after any text (:func:`space_initial_mask`, computed once per tokenizer), each parent row says whether a space
 would close its word (:func:`word_on_space`), and the draws count those children per row on the device
-(:func:`plugins.hf.draws.draw_counts_folded`); only the other children come back to the host one by one.
+(:func:`plugins.hf.draws.launch_counts`); only the other children come back to the host one by one.
 
 What makes this exact and not a heuristic: a child's text is decoded from the whole token list, so it equals the
 parent's text plus the token's piece only when the parent's text is final, which it is unless its bytes end inside a
