@@ -12,15 +12,15 @@ import torch
 
 from harness.requests import SampleWordsRequest
 from harness.text import decide_and_close, decide_word, first_complete_word, normalise_word, word_a_space_closes
-from plugins.hf.draws import draw_counts, draw_counts_folded
+from plugins.hf.draws import draw_counts, launch_counts
 from plugins.hf.tokens import ContinuationDecoder, decode_many, fast_decoder
-from plugins.hf.word_boundaries import read_vocabulary, space_initial_mask, word_on_space
+from plugins.hf.word_boundaries import read_vocabulary, word_on_space
 from plugins.hf.word_sampler import TrieWordSampler
 from tests.test_word_sampler import TOK, VOCAB, ByteTokenizer, StubLM, markov2
 
 
 def test_space_initial_mask_on_the_byte_level_stub() -> None:
-    mask = space_initial_mask(ByteTokenizer(), VOCAB, torch.device("cpu"))
+    mask = read_vocabulary(ByteTokenizer(), VOCAB, torch.device("cpu"))[0]
     pieces = {" The", " the", " cat", " ca", " ", " dog!", " caf"}
     # The space-initial pieces, and the single byte 0x20 (id 32 + 32), nothing else: not EOS, not "\n", not "t".
     assert sorted(mask.nonzero().flatten().tolist()) == sorted([TOK[p.encode()] for p in pieces] + [64])
@@ -52,7 +52,7 @@ def test_folded_draws_are_the_plain_draws_split_in_two() -> None:
     tokens_mask[::4] = True
     rows = torch.tensor([True, True, False, True, True, False])
     plain = draw_counts(probs, uniforms)
-    listed, folded = draw_counts_folded(probs, uniforms, rows, tokens_mask)
+    listed, folded = launch_counts(probs, uniforms, rows, tokens_mask).collect()
     for r in range(6):
         fold = bool(rows[r])
         assert listed[r] == [(t, c) for t, c in plain[r] if not (fold and tokens_mask[t])]
@@ -76,7 +76,7 @@ def test_bulk_counting_draws_exactly_the_per_child_counts(mode: str, cap: int) -
 def test_bulk_counting_on_smollm2_matches_per_child_decoding(smollm2: Any) -> None:
     """The real byte-level tokenizer: its space-initial tokens, and a group of contexts drawn both ways."""
     tokenizer = smollm2.tokenizer
-    mask = space_initial_mask(tokenizer, smollm2.model.config.vocab_size, torch.device("cpu"))
+    mask = read_vocabulary(tokenizer, smollm2.model.config.vocab_size, torch.device("cpu"))[0]
     ids = {text: tokenizer(text)["input_ids"][-1] for text in (" the", "the", ",", " Paris", "\n")}
     assert [bool(mask[ids[t]]) for t in (" the", "the", ",", " Paris", "\n")] == [True, False, False, True, False]
     assert not mask[tokenizer.eos_token_id]

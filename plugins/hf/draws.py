@@ -248,13 +248,6 @@ def draw_counts(probs: torch.Tensor, uniforms: Sequence[np.ndarray]) -> list[lis
     return launch_counts(probs, uniforms).collect()[0]
 
 
-def draw_counts_folded(
-    probs: torch.Tensor, uniforms: Sequence[np.ndarray], rows: torch.Tensor, tokens_mask: torch.Tensor
-) -> tuple[list[list[tuple[int, int]]], list[int]]:
-    """:func:`draw_counts` with the draws of ``tokens_mask`` on ``rows`` only counted (:func:`launch_counts`)."""
-    return launch_counts(probs, uniforms, rows, tokens_mask).collect()
-
-
 def _pairs_by_row(keys: np.ndarray, rows: int, vocab: int) -> list[list[tuple[int, int]]]:
     """Each row's distinct tokens with their counts, from sorted ``row * vocab + token`` keys (folded ones, last,
     left out): one pass over the runs of equal keys for all rows at once."""

@@ -9,7 +9,7 @@ decoded by the tokenizer and classified in Python on the host, a large share of 
 fast (the first 200 Provo contexts on an H100: 17.7 s that way, 13.2 s with bulk counting; docs/word-sampling.md).
 
 So the sampler decides them in bulk: a boolean mask over the vocabulary says which tokens read as starting with a
-space after any text (:func:`space_initial_mask`, computed once per tokenizer), each parent row says whether a space
+space after any text (:func:`read_vocabulary`, computed once per tokenizer), each parent row says whether a space
 would close its word (:func:`word_on_space`), and the draws count those children per row on the device
 (:func:`plugins.hf.draws.launch_counts`); only the other children come back to the host one by one.
 
@@ -38,12 +38,6 @@ _ANCHOR_TEXTS = ("a", "x.")
 def _anchor_id(tokenizer: Any, text: str) -> int | None:
     ids = [int(t) for t in tokenizer(text)["input_ids"]]
     return ids[-1] if ids else None
-
-
-def space_initial_mask(tokenizer: Any, vocab_size: int, device: torch.device) -> torch.Tensor:
-    """``[vocab_size]`` booleans: True where the token, decoded after other text, adds text that starts with a space
-    (:func:`read_vocabulary`)."""
-    return read_vocabulary(tokenizer, vocab_size, device)[0]
 
 
 def read_vocabulary(tokenizer: Any, vocab_size: int, device: torch.device) -> tuple[torch.Tensor, list[str | None]]:
