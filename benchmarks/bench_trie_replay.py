@@ -45,6 +45,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_model_families import FAMILIES, SIZES, config_for  # noqa: E402
+from plugins.hf.prefix_rows import PREFIX_LAYOUTS  # noqa: E402
+from plugins.hf.static_pass import PASS_CAPTURES  # noqa: E402
 
 #: Positions a full Provo run of SmolLM2-135M-Instruct ran through the model (n = 1,000, exact mode: context tokens of
 #: the passes that encoded them plus every trie node; ``benchmarks/count_positions.py`` on a finished run, LOG.md):
@@ -354,13 +356,13 @@ def main() -> int:
     rep.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     rep.add_argument(
         "--prefix-layout",
-        choices=("auto", "runs", "rows"),
+        choices=("auto", *PREFIX_LAYOUTS),
         default="auto",
         help="the trie attention's layout (auto: runs on a CPU, rows on a GPU)",
     )
     rep.add_argument(
         "--pass-capture",
-        choices=("off", "static", "graphs"),
+        choices=PASS_CAPTURES,
         default="off",
         help="run each level's pass at fixed shapes (static), replayed as CUDA graphs (graphs, GPU only)",
     )
