@@ -5,6 +5,8 @@ whatever the depth (what makes a recorded graph valid at every level)."""
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any
 
 import pytest
@@ -51,6 +53,19 @@ def test_capture_by_device() -> None:
         capture_for("graphs", torch.device("cpu"))
     with pytest.raises(ValueError, match="unknown pass capture 'always'"):
         capture_for("always", torch.device("cpu"))
+
+
+def _watched(
+    method: Any, name: str, seen: list[str], within: Callable[[], AbstractContextManager[Any]] = nullcontext
+) -> Any:
+    """``method``, logging ``name`` into ``seen`` at each call and running inside ``within()``."""
+
+    def watched(*args: Any, **kwargs: Any) -> Any:
+        seen.append(name)
+        with within():
+            return method(*args, **kwargs)
+
+    return watched
 
 
 def _pass_probabilities(sampler: TrieWordSampler) -> list[torch.Tensor]:
@@ -164,26 +179,18 @@ def test_a_pass_and_its_draws_read_nothing_back(family: str, capture: str, monke
     expected = [r.to_record() for r in sampler.sample_many(_requests())]
     spy = DeviceWaits()
     seen: list[str] = []
-
-    def watched(method: Any, name: str) -> Any:
-        def spied(*args: Any, **kwargs: Any) -> Any:
-            seen.append(name)
-            with spy:
-                return method(*args, **kwargs)
-
-        return spied
-
     names = ["_draw", "_parent_rows"]
     if sampler._static is not None:
         names += ["run", "take"]
         for name in ("run", "take"):
-            setattr(sampler._static, name, watched(getattr(sampler._static, name), name))
+            setattr(sampler._static, name, _watched(getattr(sampler._static, name), name, seen, lambda: spy))
     else:
         names += ["_step", "gather_rows"]
-        monkeypatch.setattr(word_sampler, "gather_rows", watched(word_sampler.gather_rows, "gather_rows"))
-        sampler._step = watched(sampler._step, "_step")  # type: ignore[method-assign]
+        spied = _watched(word_sampler.gather_rows, "gather_rows", seen, lambda: spy)
+        monkeypatch.setattr(word_sampler, "gather_rows", spied)
+        sampler._step = _watched(sampler._step, "_step", seen, lambda: spy)  # type: ignore[method-assign]
     for name in ("_draw", "_parent_rows"):
-        setattr(sampler, name, watched(getattr(sampler, name), name))
+        setattr(sampler, name, _watched(getattr(sampler, name), name, seen, lambda: spy))
     assert [r.to_record() for r in sampler.sample_many(_requests())] == expected
     assert set(seen) == set(names)
     assert spy.waits == []
@@ -201,21 +208,16 @@ def test_a_pass_and_its_draws_are_queued_without_waiting_for_the_gpu() -> None:
     assert static is not None
     checked: list[str] = []
 
-    def strict(owner: Any, name: str) -> None:
-        method = getattr(owner, name)
-
-        def no_wait(*args: Any, **kwargs: Any) -> Any:
-            torch.cuda.set_sync_debug_mode("error")
-            try:
-                return method(*args, **kwargs)
-            finally:
-                torch.cuda.set_sync_debug_mode("default")
-                checked.append(name)
-
-        setattr(owner, name, no_wait)
+    @contextmanager
+    def sync_errors() -> Iterator[None]:
+        torch.cuda.set_sync_debug_mode("error")
+        try:
+            yield
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
 
     for owner, name in ((sampler, "_draw"), (sampler, "_parent_rows"), (static, "run"), (static, "take")):
-        strict(owner, name)
+        setattr(owner, name, _watched(getattr(owner, name), name, checked, sync_errors))
     assert [r.to_record() for r in sampler.sample_many(_requests())] == expected
     assert {"_draw", "_parent_rows", "run", "take"} <= set(checked)
 
@@ -226,13 +228,7 @@ def test_a_levels_next_pass_is_launched_before_this_passes_children_are_decided(
     sampler = TrieWordSampler(tiny("llama"), ByteTokenizer(), batch_size=16)
     events: list[str] = []
     for name in ("_step", "_draw", "_children"):
-        method = getattr(sampler, name)
-
-        def logged(*args: Any, _method: Any = method, _name: str = name, **kwargs: Any) -> Any:
-            events.append(_name)
-            return _method(*args, **kwargs)
-
-        setattr(sampler, name, logged)
+        setattr(sampler, name, _watched(getattr(sampler, name), name, events))
     sampler.sample_many(_requests())
     log = " ".join(events)
     # Mid-level: the next pass before the children. A level's last pass: its children before the next level's first
