@@ -35,11 +35,11 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from scorers.probes import semantic, spacy_docs  # noqa: E402
-from scorers.probes.base import Probe  # noqa: E402
-from scorers.probes.lexical import NgramProbe  # noqa: E402
-from scorers.probes.semantic import EmbeddingProbe  # noqa: E402
-from scorers.probes.syntactic import PosNgramProbe  # noqa: E402
+from harness.scorers.probes import semantic, spacy_docs  # noqa: E402
+from harness.scorers.probes.base import Probe  # noqa: E402
+from harness.scorers.probes.lexical import NgramProbe  # noqa: E402
+from harness.scorers.probes.semantic import EmbeddingProbe  # noqa: E402
+from harness.scorers.probes.syntactic import PosNgramProbe  # noqa: E402
 
 
 def load_references(data_dir: Path, split: str, limit: int | None) -> list[list[str]]:

@@ -53,7 +53,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from scorers.choice.classify import (  # noqa: E402
+from harness.scorers.choice.classify import (  # noqa: E402
     Classification,
     ClassifyItem,
     MatchThenSimilarityClassifier,

@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 
 from harness.models import ModelSpec
+from harness.plugins.hf.loading import load_hf_model
+from harness.plugins.hf.query_scoring import QueryScorer
+from harness.plugins.openai_api.adapter import OpenAIAdapter
 from harness.requests import LoglikelihoodRequest
-from plugins.hf.loading import load_hf_model
-from plugins.hf.query_scoring import QueryScorer
-from plugins.openai_api.adapter import OpenAIAdapter
 
 #: The queries behind the documented agreement; tests/test_openai_server.py checks the same ones.
 QUERIES = [

@@ -2,7 +2,7 @@
 
 A plugin registers an :class:`AnswerClassifier` subclass through the ``register_answer_classifiers`` hook; the
 free-generation scorer (``mcq_free``) takes its ``name`` as its ``classifier`` argument and passes its
-``classifier_args`` to the constructor. The built-in ``match_similarity`` lives in ``scorers.choice.classify``.
+``classifier_args`` to the constructor. The built-in ``match_similarity`` lives in ``harness.scorers.choice.classify``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ class Classification:
     """Which option an answer was mapped to and on what evidence, so results can say how much was guessed.
 
     ``option`` indexes the item's options in original order (None: unclassified); ``how`` names the evidence
-    (the built-in classifier's are ``scorers.choice.classify.HOWS``: ``label``, ``alias``, ``text``,
+    (the built-in classifier's are ``harness.scorers.choice.classify.HOWS``: ``label``, ``alias``, ``text``,
     ``similarity``, ``unclassified``); ``similarity`` is the best cosine whenever similarity was computed,
     including for answers it left unclassified, so a threshold can be re-examined after the fact.
     """

@@ -1,7 +1,7 @@
 """Fetching files over HTTP with limits, so that a failed download never looks like data.
 
 Used by ``harness data fetch`` (:mod:`harness.data_sets`) and by the loaders that fetch their official release on
-first use (through :mod:`plugins.loaders.downloads`, which re-exports this module). Four things have to hold for
+first use (through :mod:`harness.plugins.loaders.downloads`, which re-exports this module). Four things have to hold for
 every fetch, and they are here once so that no caller can get one of them wrong on its own:
 
 * the bytes go to a temporary file beside the destination and only an :func:`os.replace` gives them the real

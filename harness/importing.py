@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.models import ModelSpec
-from harness.plugins import get_registry
+from harness.registry import get_registry
 from harness.run_options import RunOptions
 from harness.task_loading import resolve_tasks
 

@@ -20,7 +20,7 @@ from harness.errors import HarnessError, TaskConfigError
 from harness.files import ensure_output_dir
 from harness.locking import OutputLock
 from harness.models import ModelSpec
-from harness.plugins import Registry, get_registry
+from harness.registry import Registry, get_registry
 from harness.run_dir import MERGED, TaskSource, read_samples, rebuild_merged, task_sources
 from harness.run_options import RunOptions
 from harness.run_scoring import score_runs

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from harness.errors import HarnessError
 from harness.models import ModelAdapter, ModelSpec
-from harness.plugins import Registry
+from harness.registry import Registry
 from harness.run_options import RunOptions
 from harness.task_loading import ResolvedTask, resolve_tasks
 

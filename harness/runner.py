@@ -27,7 +27,7 @@ from harness.files import WriteError, ensure_output_dir
 from harness.instances import Instance
 from harness.locking import OutputLock
 from harness.models import ModelAdapter, ModelSpec
-from harness.plugins import Registry, get_registry
+from harness.registry import Registry, get_registry
 from harness.run_checks import check_run
 from harness.run_dir import new_stamp, write_invocation
 from harness.run_options import RunOptions

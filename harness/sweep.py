@@ -46,7 +46,7 @@ from harness.executors import ExecutorOptions
 from harness.files import read_utf8
 from harness.models import ModelSpec
 from harness.options import parse_key_values
-from harness.plugins import Registry, get_registry
+from harness.registry import Registry, get_registry
 from harness.run_checks import check_run
 from harness.run_options import RunOptions
 from harness.runner import run

@@ -14,7 +14,7 @@ from harness.data import LoadedData
 from harness.errors import HarnessError
 from harness.instances import Instance
 from harness.models import ModelSpec
-from harness.plugins import Registry
+from harness.registry import Registry
 from harness.task_loading import ResolvedTask
 
 

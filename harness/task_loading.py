@@ -10,7 +10,7 @@ from typing import Any
 from harness.errors import HarnessError, TaskConfigError
 from harness.files import same_file
 from harness.kinds.base import RequestKind
-from harness.plugins import Registry
+from harness.registry import Registry
 from harness.scoring import Scorer
 from harness.task_config import TaskConfig
 from harness.task_validation import load_task_file

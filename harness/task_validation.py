@@ -19,7 +19,7 @@ from typing import Any, Protocol
 
 from harness.errors import TaskConfigError, TaskConfigErrors, shorten_repr
 from harness.options import OptionError, Options
-from harness.plugins import get_registry
+from harness.registry import get_registry
 from harness.task_config import (
     MAX_NAME,
     MAX_VERSION,
@@ -36,7 +36,7 @@ from harness.task_config import (
 
 
 class TaskSchema(Protocol):
-    """What checking a task file needs to know of the installed plugins (``harness.plugins.Registry``)."""
+    """What checking a task file needs to know of the installed plugins (``harness.registry.Registry``)."""
 
     @property
     def loaders(self) -> Mapping[str, Any]: ...

@@ -167,7 +167,7 @@ def word_a_space_closes(text: str, mode: str) -> str | None:
     """The word every continuation of ``text`` that starts with whitespace has, or None if such continuations can
     still differ (no word has started): ``decide_word`` of ``text + " "`` far from any token cap, computed without
     building that text. Text only grows at the end, so the word a space closes is final (the trie sampler counts
-    such continuations without decoding them, ``plugins.hf.word_boundaries``).
+    such continuations without decoding them, ``harness.plugins.hf.word_boundaries``).
 
     >>> word_a_space_closes(" The", "exact"), word_a_space_closes(" ,", "exact"), word_a_space_closes(" Dog!", "paper")
     ('the', None, 'dog')

@@ -69,7 +69,8 @@ def latest_samples(folder: Path, task: str) -> bytes:
 def compare(builtin: str, twin: str, args: argparse.Namespace, scratch: Path) -> bool:
     folder = scratch / builtin
     folder.mkdir()
-    a = run(renamed_copy(REPO / "tasks" / f"{builtin}.yaml", folder, "builtin"), folder / "builtin-run", args)
+    builtin_file = REPO / "harness" / "tasks" / f"{builtin}.yaml"
+    a = run(renamed_copy(builtin_file, folder, "builtin"), folder / "builtin-run", args)
     b = run(renamed_copy(REPO / twin, folder, "generic"), folder / "generic-run", args)
     ra: dict[str, Any] = json.loads((a / "results.json").read_text())
     rb: dict[str, Any] = json.loads((b / "results.json").read_text())

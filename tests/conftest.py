@@ -20,10 +20,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.helpers import require_provo, run_cli
+from tests.helpers import require_provo, run_cli, shared_data_dir
 
 if TYPE_CHECKING:
-    from plugins.hf.loading import LoadedModel
+    from harness.plugins.hf.loading import LoadedModel
 
 #: Fixtures that load the real model or start the real server: every test using one is slow.
 SLOW_FIXTURES = frozenset({"smollm2", "api_server", "saved_runs", "ray_cluster"})
@@ -31,6 +31,28 @@ SLOW_FIXTURES = frozenset({"smollm2", "api_server", "saved_runs", "ray_cluster"}
 #: The mock model the fast tier runs on, and the folder name its runs get.
 MOCK_MODEL = "mock:test"
 MOCK_SLUG = "mock__test"
+
+
+#: What every command the tests run gets, exported or not by whoever runs pytest: the README's test command
+#: (``.venv/bin/python -m pytest``, nothing exported) must see what CI sees. ``HARNESS_DATA_DIR`` is the data the
+#: tests found (``tests.helpers.shared_data_dir``); the rest keeps the suite off the network (a test that checks a
+#: download turns them off itself). A value the caller exported wins.
+HERMETIC_ENV = {"HARNESS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def hermetic_environment() -> Iterator[dict[str, str]]:
+    """Pass the data directory the tests found, and the offline switches, to every command the tests run: the
+    in-process ``harness`` and each subprocess (they inherit the environment). Yields what was set."""
+    wanted = {**HERMETIC_ENV}
+    data = shared_data_dir()
+    if data.is_dir():
+        wanted["HARNESS_DATA_DIR"] = str(data)
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in wanted.items():
+            if name not in os.environ:
+                patch.setenv(name, value)
+        yield {name: os.environ[name] for name in wanted}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -51,7 +73,7 @@ def smollm2() -> LoadedModel:
     import torch
 
     from harness.errors import ModelLoadError
-    from plugins.hf.loading import load_hf_model
+    from harness.plugins.hf.loading import load_hf_model
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
     try:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.api import RegisterModel, SampleWordsRequest, SampleWordsResponse, hookimpl
-from plugins.mock.adapter import MockAdapter
+from harness.plugins.mock.adapter import MockAdapter
 
 REPO = Path(__file__).resolve().parents[1]
 

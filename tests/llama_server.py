@@ -1,8 +1,9 @@
 """A real OpenAI-compatible server for the API adapter's tests: llama-cpp-python's, serving the packaged SmolLM2.
 
 Started once per test session on a free loopback port and stopped at the end. Without llama-cpp-python the tests
-that need it skip, unless ``HARNESS_REQUIRE_API_SERVER=1`` (set by ``.ci/run``, which installs it) makes a missing
-server a failure: CI must never pass by skipping them.
+that need it skip, unless it was asked for: ``scripts/setup.sh --api-server`` (the README's test command, and so
+CI) leaves a stamp in the virtual environment, and ``HARNESS_REQUIRE_API_SERVER=1`` does the same by hand; then a
+missing server is a failure, so the suite never passes by skipping them.
 """
 
 from __future__ import annotations
@@ -32,9 +33,15 @@ def packaged_gguf() -> Path | None:
     return path if path.is_file() else None
 
 
+#: Written by ``scripts/setup.sh --api-server`` into the virtual environment it installed the server into.
+SETUP_STAMP = Path(sys.prefix) / ".llama-cpp-wheel"
+
+
 def _missing(reason: str) -> None:
     if os.environ.get("HARNESS_REQUIRE_API_SERVER") == "1":
         pytest.fail(f"{reason} (HARNESS_REQUIRE_API_SERVER=1)")
+    if SETUP_STAMP.exists():
+        pytest.fail(f"{reason} (scripts/setup.sh --api-server installed it: {SETUP_STAMP})")
     pytest.skip(reason)
 
 

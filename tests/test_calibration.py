@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from scorers.calibration import calibration_bins, ece_columns, expected_calibration_error
+from harness.scorers.calibration import calibration_bins, ece_columns, expected_calibration_error
 
 
 def test_four_predictions_in_two_bins() -> None:

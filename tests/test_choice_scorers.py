@@ -12,7 +12,7 @@ from harness.choice_prompts import option_labels, option_order, render_choice_pr
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance
 from harness.requests import LoglikelihoodResponse, NextTokenResponse, SimilarityResponse
-from scorers.choice.common import (
+from harness.scorers.choice.common import (
     ItemHuman,
     binomial_loglik,
     choice_distribution,
@@ -21,12 +21,12 @@ from scorers.choice.common import (
     top_is_target,
     tvd,
 )
-from scorers.choice.embedding import EmbeddingScorer
-from scorers.choice.human import HumanChoiceScorer
-from scorers.choice.label_scores import LabelScorer
-from scorers.choice.rating import RatingScorer, expected_rating
-from scorers.choice.robustness import RobustnessScorer
-from scorers.choice.string_scores import StringScorer
+from harness.scorers.choice.embedding import EmbeddingScorer
+from harness.scorers.choice.human import HumanChoiceScorer
+from harness.scorers.choice.label_scores import LabelScorer
+from harness.scorers.choice.rating import RatingScorer, expected_rating
+from harness.scorers.choice.robustness import RobustnessScorer
+from harness.scorers.choice.string_scores import StringScorer
 
 PARAMS: dict[str, Any] = {
     "option_orders": 2,

@@ -16,8 +16,8 @@ import harness.classifiers
 from harness.errors import HarnessError
 from harness.hookspecs import hookimpl
 from harness.options import Option, Options, boolean
-from harness.plugins import _collect, get_plugin_manager, get_registry
-from scorers.choice.classify import (
+from harness.registry import _collect, get_plugin_manager, get_registry
+from harness.scorers.choice.classify import (
     DEFAULT_THRESHOLD,
     AnswerClassifier,
     Classification,

@@ -21,7 +21,7 @@ import pytest
 
 from harness.cli import build_parser
 from harness.cli.parsing import EXAMPLE_PREFIX, EXAMPLES_HEADING, join_signed_values, split_names
-from harness.plugins import Registry, get_registry
+from harness.registry import Registry, get_registry
 from harness.sweep import pair_model_args, parse_model
 from harness.task_config import parse_task_args
 from harness.task_loading import check_against_registry, registered_or_path, resolve_tasks, task_path

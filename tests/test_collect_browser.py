@@ -5,8 +5,8 @@ sees the completion code; afterwards the database holds exactly the answers type
 logged no error.
 
 The games' studies use the mock model (``model: mock:x``): the page's mechanics, not a model's tokens, are under
-test. Slow (a browser is started); skipped where no Chromium is installed, except in CI
-(``HARNESS_REQUIRE_BROWSER=1``), which installs it."""
+test. Slow (a browser is started); skipped where no Chromium is installed, except where
+``scripts/setup.sh --browser`` installed it (the README's test command, and CI): see ``tests/headless_chromium.py``."""
 
 from __future__ import annotations
 

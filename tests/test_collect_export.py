@@ -21,7 +21,7 @@ from harness.collect.export import export_study
 from harness.collect.flow import StudyFlow
 from harness.collect.prepare import open_study
 from harness.instances import ClozeInstance
-from plugins.loaders.provo import load_provo
+from harness.plugins.loaders.provo import load_provo
 from tests.conftest import run_main
 from tests.helpers import require_provo
 

@@ -29,8 +29,8 @@ from harness.data_sets import DataFile, DataSet, sha256_file
 from harness.downloads import mirrored
 from harness.errors import DataNotFoundError, HarnessError
 from harness.hookspecs import hookimpl
-from harness.plugins import _collect, get_plugin_manager, get_registry
-from plugins.loaders import catalog
+from harness.plugins.loaders import catalog
+from harness.registry import _collect, get_plugin_manager, get_registry
 from tests.conftest import CliResult, run_main
 from tests.helpers import REPO, shared_data_dir
 
@@ -400,9 +400,10 @@ def test_a_plugin_registers_its_own_data_set() -> None:
     pm.register(_MyNorms, name="my-plugin")
     registry = _collect(pm)
     assert registry.data_sets["my-norms"].plugin == "my-plugin"
-    assert registry.data_sets["asset"].plugin == "plugins.builtin"
+    assert registry.data_sets["asset"].plugin == "harness.plugins.builtin"
     pm.register(_Again, name="again")
-    with pytest.raises(HarnessError, match="data set 'asset' is registered twice: by plugins.builtin and by again"):
+    twice = "data set 'asset' is registered twice: by harness.plugins.builtin and by again"
+    with pytest.raises(HarnessError, match=twice):
         _collect(pm)
     with pytest.raises(HarnessError, match="is not 64 lower-case hex digits"):
         DataSet("x", "t", "s", "l", (DataFile("x/a", "https://example.org/a", sha256="ABC"),))

@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from scorers.distributions import (
+from harness.scorers.distributions import (
     counts_tvd,
     entropy_bits,
     majority_words,

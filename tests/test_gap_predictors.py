@@ -11,7 +11,7 @@ import pytest
 
 from harness.instances import ClozeInstance
 from harness.requests import SampleWordsResponse
-from scorers.gap_predictors import GapPredictorsScorer, last_word_pos
+from harness.scorers.gap_predictors import GapPredictorsScorer, last_word_pos
 from tests.conftest import CliResult
 from tests.helpers import rescored_mock_provo
 

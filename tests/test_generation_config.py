@@ -10,8 +10,8 @@ import yaml
 from harness.decoding import decoding_labels
 from harness.errors import TaskConfigError
 from harness.instances import GenerationInstance
-from harness.plugins import get_registry
 from harness.prompting import render_input
+from harness.registry import get_registry
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
 from harness.task_loading import resolve_tasks
 from harness.task_validation import load_task_file
@@ -101,7 +101,7 @@ def test_rendering_for_causal_chat_and_seq2seq_models() -> None:
 
 
 def test_build_request_from_a_shipped_task() -> None:
-    config = load_task_file(REPO / "tasks" / "asset-test.yaml", {"decoding": "top_p=0.9", "n_samples": 3})
+    config = load_task_file(REPO / "harness" / "tasks" / "asset-test.yaml", {"decoding": "top_p=0.9", "n_samples": 3})
     inst = GenerationInstance(id="7", source="The cat sat.", references=("A cat sat.",))
     request = get_registry().kind(config.request).build(config, inst, 11, [])
     assert isinstance(request, GenerateRequest)
@@ -118,6 +118,6 @@ def test_generate_response_round_trips() -> None:
 
 @pytest.mark.parametrize("name", ["wmt14-en-de", "wmt14-en-fr", "asset-valid", "asset-test", "dailydialog-pp"])
 def test_shipped_generation_tasks_validate(name: str) -> None:
-    config = load_task_file(REPO / "tasks" / f"{name}.yaml")
+    config = load_task_file(REPO / "harness" / "tasks" / f"{name}.yaml")
     assert config.request == "generate"
     assert [s.name for s in config.scorers] == ["lexical", "syntactic", "semantic"]

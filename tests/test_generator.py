@@ -19,13 +19,11 @@ from typing import Any
 import pytest
 import torch
 
-from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
-from harness.stats import homogeneity_pvalue
-from plugins.hf import generator as gen
-from plugins.hf.generation_text import finish_row, first_stop, scan_row, validate_request
-from plugins.hf.generator import BatchGenerator, build_warpers
-from plugins.hf.packed_prompts import PackedPrompts
-from plugins.hf.prefix_attention import (
+from harness.plugins.hf import generator as gen
+from harness.plugins.hf.generation_text import finish_row, first_stop, scan_row, validate_request
+from harness.plugins.hf.generator import BatchGenerator, build_warpers
+from harness.plugins.hf.packed_prompts import PackedPrompts
+from harness.plugins.hf.prefix_attention import (
     GroupPrefix,
     PassPrefix,
     PrefixBatch,
@@ -33,8 +31,10 @@ from plugins.hf.prefix_attention import (
     SharedPrefix,
     prefix_attention,
 )
-from plugins.hf.suffix_cache import SuffixLayer
-from plugins.hf.tokens import ContinuationDecoder
+from harness.plugins.hf.suffix_cache import SuffixLayer
+from harness.plugins.hf.tokens import ContinuationDecoder
+from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
+from harness.stats import homogeneity_pvalue
 from tests.helpers import tiny_gpt2, tiny_t5
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -598,8 +598,8 @@ def test_seq2seq_checkpoint_loads_and_answers_generate(smollm2: Any, tmp_path: A
     ``generate`` through the encoder and refuses ``sample_words``."""
     from harness.errors import HarnessError
     from harness.models import ModelSpec
+    from harness.plugins.hf.adapter import HFAdapter
     from harness.requests import SampleWordsRequest
-    from plugins.hf.adapter import HFAdapter
 
     _tiny_t5(smollm2.tokenizer).save_pretrained(tmp_path)
     smollm2.tokenizer.save_pretrained(tmp_path)
@@ -619,7 +619,7 @@ def test_seq2seq_checkpoint_loads_and_answers_generate(smollm2: Any, tmp_path: A
 @pytest.mark.slow
 def test_adapter_answers_generate(smollm2: Any) -> None:
     from harness.models import ModelSpec
-    from plugins.hf.adapter import HFAdapter
+    from harness.plugins.hf.adapter import HFAdapter
 
     adapter = HFAdapter(ModelSpec(kind="hf", name="smollm2-135m", args={"max_batch": "8"}, device="cpu"))
     try:

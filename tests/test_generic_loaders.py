@@ -12,7 +12,7 @@ import pytest
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import ChoiceInstance, ClozeInstance, GenerationInstance
 from harness.options import OptionError
-from harness.plugins import get_registry
+from harness.registry import get_registry
 
 
 def load(loader: str, options: dict[str, Any], root: Path) -> Any:

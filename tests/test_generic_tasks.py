@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.plugins import get_registry
+from harness.registry import get_registry
 from tests.helpers import REPO, shared_data_dir
 
 NLI_TASK = """\
@@ -166,7 +166,7 @@ def test_the_yaml_only_twin_of_a_builtin_task_gives_its_instances(builtin: str) 
     root = shared_data_dir()
     twin = REPO / "examples" / "your-data" / TWINS[builtin]
     try:
-        theirs = instances(REPO / "tasks" / f"{builtin}.yaml", root)
+        theirs = instances(REPO / "harness" / "tasks" / f"{builtin}.yaml", root)
     except Exception as exc:  # no data here
         pytest.skip(f"{builtin}: {exc}")
     ours = instances(twin, root)

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 import torch
 
+from harness.plugins.hf.query_scoring import QueryScorer
 from harness.requests import LoglikelihoodRequest, NextTokenRequest, SimilarityRequest
-from plugins.hf.query_scoring import QueryScorer
 from tests.helpers import tiny_gpt2, tiny_t5
 from tests.helpers import tiny_llama as tiny_llama_model  # the module's fixture takes the plain name
 
@@ -387,7 +387,7 @@ def test_tiny_t5_scores_continuations_as_decoder_targets(tokenizer: Any) -> None
 
 def test_adapter_answers_the_three_queries(smollm2: Any) -> None:
     from harness.models import ModelSpec
-    from plugins.hf.adapter import HFAdapter
+    from harness.plugins.hf.adapter import HFAdapter
 
     assert {"loglikelihood", "next_token", "similarity"} <= HFAdapter.supported_requests
     adapter = HFAdapter(ModelSpec(kind="hf", name="smollm2-135m", args={"max_batch": "8"}, device="cpu"))

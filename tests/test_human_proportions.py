@@ -13,12 +13,31 @@ from typing import Any
 import numpy as np
 import pytest
 
-import harness.plugins
+import harness.registry
 from harness.data import LoadedData
 from harness.hookspecs import hookimpl
 from harness.instances import ChoiceInstance, ClozeInstance, Instance
-from harness.plugins import _collect, get_plugin_manager
+from harness.registry import _collect, get_plugin_manager
 from harness.requests import LoglikelihoodResponse, SampleWordsResponse, Surface, WordDistributionResponse
+from harness.scorers.biased_estimator import BiasedEstimatorScorer
+from harness.scorers.choice.common import ItemHuman, fit_metrics
+from harness.scorers.choice.human import HumanChoiceScorer
+from harness.scorers.choice.string_scores import StringScorer
+from harness.scorers.distributions import counts_by_group, expand, split_halves, subsample
+from harness.scorers.ece import EceScorer
+from harness.scorers.entropy import EntropyScorer
+from harness.scorers.exact_tvd import ExactTvdScorer
+from harness.scorers.gap_predictors import GapPredictorsScorer
+from harness.scorers.human_control import HumanControlScorer
+from harness.scorers.next_token_accuracy import NextTokenAccuracyScorer
+from harness.scorers.paper_provo import expand_responses
+from harness.scorers.pos_tvd import PosTvdScorer
+from harness.scorers.replacement import ReplacementScorer
+from harness.scorers.sample_size import SampleSizeScorer
+from harness.scorers.semantic_tvd import SemanticTvdScorer
+from harness.scorers.token_level import TokenLevelScorer
+from harness.scorers.top1 import Top1Scorer
+from harness.scorers.tvd import TvdScorer
 from harness.scoring import (
     PROPORTIONS_NOTE,
     ScorerUnavailable,
@@ -26,25 +45,6 @@ from harness.scoring import (
     counts_known,
     require_counted_people,
 )
-from scorers.biased_estimator import BiasedEstimatorScorer
-from scorers.choice.common import ItemHuman, fit_metrics
-from scorers.choice.human import HumanChoiceScorer
-from scorers.choice.string_scores import StringScorer
-from scorers.distributions import counts_by_group, expand, split_halves, subsample
-from scorers.ece import EceScorer
-from scorers.entropy import EntropyScorer
-from scorers.exact_tvd import ExactTvdScorer
-from scorers.gap_predictors import GapPredictorsScorer
-from scorers.human_control import HumanControlScorer
-from scorers.next_token_accuracy import NextTokenAccuracyScorer
-from scorers.paper_provo import expand_responses
-from scorers.pos_tvd import PosTvdScorer
-from scorers.replacement import ReplacementScorer
-from scorers.sample_size import SampleSizeScorer
-from scorers.semantic_tvd import SemanticTvdScorer
-from scorers.token_level import TokenLevelScorer
-from scorers.top1 import Top1Scorer
-from scorers.tvd import TvdScorer
 from tests.conftest import CliResult
 from tests.helpers import samples_of
 
@@ -210,7 +210,7 @@ def test_pos_tvd_sums_the_proportions_per_tag() -> None:
 
 
 def test_pos_tvd_notes_its_control(monkeypatch: pytest.MonkeyPatch) -> None:
-    from scorers.probes import spacy_docs
+    from harness.scorers.probes import spacy_docs
 
     def no_tagger(pipelines: Any) -> Any:
         raise ScorerUnavailable("no tagger in this test")
@@ -439,7 +439,7 @@ class _ProportionsPlugin:
 def proportions_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     pm = get_plugin_manager(load_entry_points=False)
     pm.register(_ProportionsPlugin, name="proportions-test")
-    monkeypatch.setattr(harness.plugins, "_REGISTRY", _collect(pm))
+    monkeypatch.setattr(harness.registry, "_REGISTRY", _collect(pm))
 
 
 CLOZE_TASK = """\

@@ -3,8 +3,8 @@ selenium): it loads from disk with no console errors, its tables sort, its figur
 people and models for a chosen context, and a screenshot of it is not blank.
 
 The board is built from the mock model's runs (``saved_mock_runs``): the page's mechanics, not a model's numbers,
-are under test. Slow (a browser is started); skipped where no Chromium is installed, except in CI
-(``HARNESS_REQUIRE_BROWSER=1``), which installs it."""
+are under test. Slow (a browser is started); skipped where no Chromium is installed, except where
+``scripts/setup.sh --browser`` installed it (the README's test command, and CI): see ``tests/headless_chromium.py``."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ from harness.choice_prompts import option_order
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance
 from harness.models import ModelAdapter, ModelSpec
-from harness.plugins import Registered, get_registry
+from harness.registry import Registered, get_registry
 from harness.results import format_table, strip_volatile
 from harness.run_options import RunOptions
 from harness.runner import run
@@ -47,7 +47,7 @@ SYSTEMS = (
 
 def _task_file(tmp_path: Path, option_orders: int = 2) -> Path:
     """The built-in task, restricted to the fixture's phenomena, with two orders and one rating scale (fast)."""
-    raw = yaml.safe_load((REPO / "tasks" / "pragmatics-mcq.yaml").read_text())
+    raw = yaml.safe_load((REPO / "harness" / "tasks" / "pragmatics-mcq.yaml").read_text())
     raw["task"] = "mcq-fixture"
     raw["data"]["phenomena"] = ["CoherenceInference", "Irony", "Maxims"]
     raw["params"]["option_orders"] = option_orders

@@ -19,12 +19,12 @@ import pytest
 from harness.errors import HarnessError, ModelLoadError
 from harness.models import ModelSpec
 from harness.options import OptionError
+from harness.plugins.openai_api.adapter import OpenAIAdapter
+from harness.plugins.openai_api.retry import RetryBudgetSpent, RetryPolicy
+from harness.plugins.openai_api.settings import OPTIONS, parse_settings
+from harness.plugins.openai_api.transport import ApiCall, ApiTransport
 from harness.run_options import RunOptions
 from harness.runner import run
-from plugins.openai_api.adapter import OpenAIAdapter
-from plugins.openai_api.retry import RetryBudgetSpent, RetryPolicy
-from plugins.openai_api.settings import OPTIONS, parse_settings
-from plugins.openai_api.transport import ApiCall, ApiTransport
 from tests.fault_proxy import Fault, FaultProxy
 from tests.helpers import REPO
 

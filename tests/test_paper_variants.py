@@ -19,10 +19,9 @@ import pytest
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance
 from harness.requests import SampleWordsResponse
-from harness.scoring import Metric, Scorer
-from scorers.ece import EceScorer
-from scorers.human_control import HumanControlScorer
-from scorers.paper_provo import (
+from harness.scorers.ece import EceScorer
+from harness.scorers.human_control import HumanControlScorer
+from harness.scorers.paper_provo import (
     bin_edges,
     expand_responses,
     first_argmax,
@@ -32,6 +31,7 @@ from scorers.paper_provo import (
     paper_ece_columns,
     population_std,
 )
+from harness.scoring import Metric, Scorer
 
 F32_07 = float(np.float32(0.7))  # 0.699999988079071
 F32_065 = float(np.float32(0.65))  # 0.6499999761581421

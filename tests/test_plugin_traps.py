@@ -32,7 +32,7 @@ from harness.api import (
 )
 from harness.errors import TaskConfigError, TaskConfigErrors
 from harness.options import OptionError
-from harness.plugins import get_registry
+from harness.registry import get_registry
 from harness.task_config import TaskConfig
 from harness.task_validation import validate
 

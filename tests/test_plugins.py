@@ -12,7 +12,7 @@ import pytest
 from harness import hookspecs
 from harness.errors import HarnessError
 from harness.hookspecs import hookimpl
-from harness.plugins import _collect, get_plugin_manager, get_registry
+from harness.registry import _collect, get_plugin_manager, get_registry
 from tests.helpers import REPO
 
 
@@ -84,7 +84,7 @@ def test_builtin_kinds_are_registered_and_own_their_parameters() -> None:
     kind = registry.kind("sample_words")
     assert kind.adapter_method == "sample_words_many" and kind.view == "cloze"
     assert kind.params.parse({"n_samples": "40"}, "t")["n_samples"] == 40
-    assert registry.kinds["generate"].plugin == "plugins.builtin"
+    assert registry.kinds["generate"].plugin == "harness.plugins.builtin"
 
 
 def test_builtins_are_registered_through_the_hooks() -> None:
@@ -92,24 +92,24 @@ def test_builtins_are_registered_through_the_hooks() -> None:
     assert {"provo", "provo-paper"} <= set(registry.tasks)
     assert {"tvd", "human_control", "ece", "top1", "entropy"} <= set(registry.scorers)
     assert "hf" in registry.models and "provo" in registry.loaders
-    assert registry.tasks["provo"].plugin == "plugins.builtin"
-    assert registry.scorers["tvd"].plugin == "scorers.builtin"
+    assert registry.tasks["provo"].plugin == "harness.plugins.builtin"
+    assert registry.scorers["tvd"].plugin == "harness.scorers.builtin"
     names = {p["name"]: p for p in registry.plugins}
-    assert names["plugins.builtin"]["hooks"] == [
+    assert names["harness.plugins.builtin"]["hooks"] == [
         "register_data_sets",
         "register_loaders",
         "register_models",
         "register_request_kinds",
         "register_tasks",
     ]
-    assert names["scorers.builtin"]["distribution"] == "built-in"
-    assert "register_answer_classifiers" in names["scorers.builtin"]["hooks"]
-    assert registry.classifiers["match_similarity"].plugin == "scorers.builtin"
+    assert names["harness.scorers.builtin"]["distribution"] == "built-in"
+    assert "register_answer_classifiers" in names["harness.scorers.builtin"]["hooks"]
+    assert registry.classifiers["match_similarity"].plugin == "harness.scorers.builtin"
 
 
 def test_model_adapter_is_imported_lazily() -> None:
     registry = get_registry(refresh=True)
-    assert registry.models["hf"].obj == "plugins.hf.adapter:HFAdapter"
+    assert registry.models["hf"].obj == "harness.plugins.hf.adapter:HFAdapter"
     assert "sample_words" in registry.model("hf").supported_requests
 
 
@@ -124,7 +124,7 @@ def test_a_name_registered_twice_names_both_plugins() -> None:
     pm = get_plugin_manager(load_entry_points=False)
     pm.register(_Duplicate, name="dup-plugin")
     with pytest.raises(
-        HarnessError, match="data loader 'provo' is registered twice: by plugins.builtin and by dup-plugin"
+        HarnessError, match="data loader 'provo' is registered twice: by harness.plugins.builtin and by dup-plugin"
     ):
         _collect(pm)
 
@@ -134,11 +134,11 @@ def test_cli_lists(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["ls", "tasks"]) == 0
     out = capsys.readouterr().out
-    assert "provo\tplugins.builtin" in out and "provo-paper\tplugins.builtin" in out
+    assert "provo\tharness.plugins.builtin" in out and "provo-paper\tharness.plugins.builtin" in out
     assert main(["ls", "scorers"]) == 0
-    assert "human_control\tscorers.builtin" in capsys.readouterr().out
+    assert "human_control\tharness.scorers.builtin" in capsys.readouterr().out
     assert main(["ls", "classifiers"]) == 0
-    assert "match_similarity\tscorers.builtin" in capsys.readouterr().out
+    assert "match_similarity\tharness.scorers.builtin" in capsys.readouterr().out
 
 
 def test_unknown_model_kind(capsys: pytest.CaptureFixture[str]) -> None:
@@ -150,16 +150,24 @@ def test_unknown_model_kind(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_the_core_imports_no_plugin_package() -> None:
-    """``harness/`` is the core: plugins import it (through ``harness.api``), never the reverse."""
-    for path in sorted((REPO / "harness").rglob("*.py")):
+    """``harness/`` outside the built-in plugin packages is the core: plugins import it (through ``harness.api``),
+    never the reverse; and nothing imports the old top-level names ``plugins``, ``scorers`` or ``tasks``, which the
+    wheel does not install (the repository's top-level folders of those names are links into ``harness/``)."""
+    builtin = ("harness.plugins", "harness.scorers", "harness.tasks")
+    roots = ("harness", "tests", "benchmarks", "scripts", "examples")
+    for path in sorted(p for root in roots for p in (REPO / root).rglob("*.py") if ".venv" not in p.parts):
+        relative = path.relative_to(REPO)
+        core = relative.parts[0] == "harness" and relative.parts[1] not in ("plugins", "scorers", "tasks")
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module:
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
                 names = [node.module]
             for name in names:
-                assert name.split(".")[0] not in ("plugins", "scorers"), f"{path.relative_to(REPO)} imports {name}"
+                assert name.split(".")[0] not in ("plugins", "scorers", "tasks"), f"{relative} imports {name}"
+                if core:
+                    assert not name.startswith(builtin), f"{relative} imports {name}"
 
 
 def test_ls_options_prints_every_option_with_type_and_default(capsys: pytest.CaptureFixture[str]) -> None:
@@ -167,7 +175,7 @@ def test_ls_options_prints_every_option_with_type_and_default(capsys: pytest.Cap
 
     assert main(["ls", "kinds", "--options"]) == 0
     out = capsys.readouterr().out
-    assert "sample_words\tplugins.builtin" in out
+    assert "sample_words\tharness.plugins.builtin" in out
     assert "    n_samples\tint >= 1\tdefault 1000\tnext words drawn per context" in out
     assert main(["ls", "tasks", "--options"]) == 0
     out = capsys.readouterr().out

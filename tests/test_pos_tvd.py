@@ -11,9 +11,9 @@ import pytest
 
 from harness.instances import ClozeInstance
 from harness.requests import SampleWordsResponse
-from scorers.cloze import human_splits
-from scorers.distributions import counts_tvd
-from scorers.pos_tvd import PosTvdScorer, package_list, tagged_text
+from harness.scorers.cloze import human_splits
+from harness.scorers.distributions import counts_tvd
+from harness.scorers.pos_tvd import PosTvdScorer, package_list, tagged_text
 from tests.conftest import CliResult
 from tests.helpers import rescored_mock_provo
 

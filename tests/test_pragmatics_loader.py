@@ -28,9 +28,9 @@ import pytest
 from harness.data import LoadedData, hash_files
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import ChoiceInstance
-from harness.plugins import get_registry
-from plugins.loaders import pragmatics
-from plugins.loaders.pragmatics import load_pragmatics_mcq
+from harness.plugins.loaders import pragmatics
+from harness.plugins.loaders.pragmatics import load_pragmatics_mcq
+from harness.registry import get_registry
 from tests.helpers import shared_data_dir
 
 FIXTURES = Path(__file__).parent / "fixtures"

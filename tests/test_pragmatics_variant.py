@@ -23,8 +23,7 @@ from harness.importing import import_options
 from harness.instances import ChoiceInstance
 from harness.requests import GenerateResponse, NextTokenResponse
 from harness.runner import run
-from harness.task_config import parse_task_args
-from scorers.choice.common import (
+from harness.scorers.choice.common import (
     PAPER_RATE_EPSILON,
     ItemHuman,
     argmax_is_target,
@@ -32,9 +31,10 @@ from scorers.choice.common import (
     fit_metrics,
     paper_binomial,
 )
-from scorers.choice.free_generation import FreeGenerationScorer
-from scorers.choice.human import HumanChoiceScorer, _control_binomial
-from scorers.choice.label_scores import LabelScorer
+from harness.scorers.choice.free_generation import FreeGenerationScorer
+from harness.scorers.choice.human import HumanChoiceScorer, _control_binomial
+from harness.scorers.choice.label_scores import LabelScorer
+from harness.task_config import parse_task_args
 from tests.helpers import shared_data_dir
 
 PARAMS: dict[str, Any] = {

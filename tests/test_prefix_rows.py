@@ -1,4 +1,4 @@
-"""The trie sampler's GPU layout of the prefix attention (``plugins.hf.prefix_rows``): the same attention as the
+"""The trie sampler's GPU layout of the prefix attention (``harness.plugins.hf.prefix_rows``): the same attention as the
 CPU's per-run layout, with nested contexts, several carriers and a request without rows; the same draws."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import torch
 
+from harness.plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
+from harness.plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, layout_for
+from harness.plugins.hf.word_sampler import TrieWordSampler
 from harness.requests import SampleWordsRequest
-from plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
-from plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, layout_for
-from plugins.hf.word_sampler import TrieWordSampler
 from tests.test_model_families import tiny
 from tests.test_word_sampler import ByteTokenizer
 

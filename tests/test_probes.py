@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from scorers.probes import lexical, semantic, spacy_docs
-from scorers.probes.base import ProbeUnavailable
-from scorers.probes.lexical import NgramProbe, distance_matrix, ngram_distance
-from scorers.probes.semantic import EmbeddingProbe
-from scorers.probes.syntactic import PosNgramProbe
-from scorers.probes.truncation import Truncator, cut_words
+from harness.scorers.probes import lexical, semantic, spacy_docs
+from harness.scorers.probes.base import ProbeUnavailable
+from harness.scorers.probes.lexical import NgramProbe, distance_matrix, ngram_distance
+from harness.scorers.probes.semantic import EmbeddingProbe
+from harness.scorers.probes.syntactic import PosNgramProbe
+from harness.scorers.probes.truncation import Truncator, cut_words
 
 
 def _require_spacy_en() -> None:

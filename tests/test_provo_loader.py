@@ -23,9 +23,9 @@ import pytest
 from harness.data import LoadedData
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import ClozeInstance
+from harness.plugins.loaders import provo
+from harness.plugins.loaders.provo import load_provo
 from harness.text import normalise_word
-from plugins.loaders import provo
-from plugins.loaders.provo import load_provo
 
 FIXTURE_DIR = Path(__file__).parent / "fixtures" / "provo"
 FIXTURE = FIXTURE_DIR / "Provo_Corpus-Predictability_Norms.csv"

@@ -93,7 +93,7 @@ def test_killed_driver_resumes_with_only_missing_blocks(
     assert not (out / "results.json").exists()
     stored = set(scan(store_of(out, "provo")).records)
     from harness.data import resolve_data_dir
-    from harness.plugins import get_registry
+    from harness.registry import get_registry
     from harness.task_loading import resolve_tasks
 
     (task,) = resolve_tasks(["provo"], {"n_samples": 40}, get_registry(), expand_decoding=True)

@@ -19,10 +19,10 @@ import pytest
 from harness.data import hash_files
 from harness.errors import HarnessError
 from harness.instances import GenerationInstance
+from harness.plugins.loaders.wmt14 import load_wmt14_multiref, selected_tags
 from harness.requests import GenerateResponse
+from harness.scorers.variability import LexicalScorer, control_halves, paper_halves, w1
 from harness.task_validation import load_task_file
-from plugins.loaders.wmt14 import load_wmt14_multiref, selected_tags
-from scorers.variability import LexicalScorer, control_halves, paper_halves, w1
 from tests.helpers import REPO, shared_data_dir
 
 FIXTURE = REPO / "tests" / "fixtures" / "wmt14"
@@ -164,7 +164,7 @@ def test_a_misspelt_option_and_a_cap_beyond_the_selection_are_refused() -> None:
 
 
 def test_a_bad_selection_in_a_task_file_fails_validation(tmp_path: Path) -> None:
-    text = (REPO / "tasks" / "wmt14-en-de.yaml").read_text(encoding="utf-8")
+    text = (REPO / "harness" / "tasks" / "wmt14-en-de.yaml").read_text(encoding="utf-8")
     path = tmp_path / "bad.yaml"
     path.write_text(text.replace("  format: auto\n", "  format: auto\n  references: first_twelve\n"), "utf-8")
     message = _one_line_error(lambda: load_task_file(path))
@@ -172,11 +172,11 @@ def test_a_bad_selection_in_a_task_file_fails_validation(tmp_path: Path) -> None
 
 
 def test_the_paper_task_uses_the_additional_references_and_zero_for_undefined() -> None:
-    config = load_task_file(REPO / "tasks" / "wmt14-en-de-paper.yaml")
+    config = load_task_file(REPO / "harness" / "tasks" / "wmt14-en-de-paper.yaml")
     assert config.data["references"] == "additional"
     args = {s.name: s.args for s in config.scorers}
     assert args["lexical"] == {"undefined": "zero"} and args["syntactic"] == {"undefined": "zero"}
-    default = load_task_file(REPO / "tasks" / "wmt14-en-de.yaml")
+    default = load_task_file(REPO / "harness" / "tasks" / "wmt14-en-de.yaml")
     assert "references" not in default.data  # the default task keeps all 11
     assert config.params == default.params
 

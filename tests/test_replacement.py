@@ -10,7 +10,7 @@ import numpy as np
 
 from harness.instances import ClozeInstance
 from harness.requests import SampleWordsResponse
-from scorers.replacement import ReplacementScorer, disjoint_groups, mixed_curve
+from harness.scorers.replacement import ReplacementScorer, disjoint_groups, mixed_curve
 from tests.conftest import CliResult
 from tests.helpers import rescored_mock_provo
 

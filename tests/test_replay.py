@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from harness.errors import HarnessError
+from harness.plugins.replay.formats import read_outputs
+from harness.plugins.replay.generic import read_generic
 from harness.text import PAPER_FAILURE, final_word, parse_word_list, recorded_word
-from plugins.replay.formats import read_outputs
-from plugins.replay.generic import read_generic
 from tests.helpers import require_provo, samples_of
 
 TVD = Path("provo") / "reference_outputs" / "TVD"
@@ -153,7 +153,7 @@ def test_import_of_a_subset_reports_missing_instances_and_the_source(cli: Any, t
 
 
 def test_outputs_matching_no_instance_are_recorded_when_every_instance_is_covered(tmp_path: Path) -> None:
-    from harness.plugins import get_registry
+    from harness.registry import get_registry
     from harness.task_data import load_task_data
     from harness.task_loading import resolve_tasks
 

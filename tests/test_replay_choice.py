@@ -22,12 +22,12 @@ from harness.errors import HarnessError
 from harness.instances import ChoiceInstance
 from harness.kinds.option_probs import OptionProbsKind
 from harness.models import ModelSpec
-from harness.plugins import get_registry
+from harness.plugins.replay.adapter import ReplayAdapter
+from harness.plugins.replay.formats import detect, read_outputs
+from harness.plugins.replay.hu2023 import RecordedChoices, read_hu2023
+from harness.registry import get_registry
 from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
-from plugins.replay.adapter import ReplayAdapter
-from plugins.replay.formats import detect, read_outputs
-from plugins.replay.hu2023 import RecordedChoices, read_hu2023
-from scorers.choice.reported import ReportedScorer
+from harness.scorers.choice.reported import ReportedScorer
 from tests.conftest import CliResult
 from tests.helpers import REPO, shared_data_dir
 
@@ -59,7 +59,7 @@ def _model_data() -> Path:
 
 def _fixture_task(tmp_path: Path) -> Path:
     """The built-in task restricted to the phenomena of the small fixture release (7 items)."""
-    raw = yaml.safe_load((REPO / "tasks" / f"{TASK}.yaml").read_text())
+    raw = yaml.safe_load((REPO / "harness" / "tasks" / f"{TASK}.yaml").read_text())
     raw["task"] = "reported-fixture"
     raw["data"]["phenomena"] = FIXTURE_PHENOMENA
     path = tmp_path / "reported-fixture.yaml"
@@ -319,7 +319,7 @@ def test_mismatched_option_texts_are_left_out(tmp_path: Path, capsys: pytest.Cap
     assert text.count("Simon has to get back to work.") == 1
     changed = tmp_path / "Irony_gpt2_seed0_examples0.csv"
     changed.write_text(text.replace("Simon has to get back to work.", "Simon has to go home."), encoding="utf-8")
-    from plugins.loaders.pragmatics import load_pragmatics_mcq
+    from harness.plugins.loaders.pragmatics import load_pragmatics_mcq
 
     instances = load_pragmatics_mcq({"phenomena": ["Irony"]}, shared_data_dir()).instances
     spec = ModelSpec("replay", "gpt2", {"path": str(changed), "format": "auto"})

@@ -12,7 +12,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance
 from harness.requests import SampleWordsResponse
-from scorers.sample_size import SampleSizeScorer, size_list
+from harness.scorers.sample_size import SampleSizeScorer, size_list
 from tests.conftest import CliResult
 from tests.helpers import rescored_mock_provo
 

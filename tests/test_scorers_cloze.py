@@ -13,14 +13,14 @@ import pytest
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance
 from harness.requests import SampleWordsResponse
+from harness.scorers.calibration import expected_calibration_error
+from harness.scorers.ece import EceScorer
+from harness.scorers.entropy import EntropyScorer
+from harness.scorers.human_control import HumanControlScorer
+from harness.scorers.top1 import Top1Scorer
+from harness.scorers.tvd import TvdScorer
 from harness.scoring import Metric, Scorer
 from harness.text import normalise_word
-from scorers.calibration import expected_calibration_error
-from scorers.ece import EceScorer
-from scorers.entropy import EntropyScorer
-from scorers.human_control import HumanControlScorer
-from scorers.top1 import Top1Scorer
-from scorers.tvd import TvdScorer
 
 SCORERS: list[type[Scorer]] = [TvdScorer, HumanControlScorer, EceScorer, Top1Scorer, EntropyScorer]
 H_3_1 = 0.8112781244591328  # entropy in bits of (0.75, 0.25)

@@ -13,7 +13,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance
 from harness.requests import SampleWordsResponse
-from scorers.semantic_tvd import (
+from harness.scorers.semantic_tvd import (
     NO_EMBEDDING,
     SemanticTvdScorer,
     choose_clusters,

@@ -13,7 +13,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.executors import ExecutorOptions
 from harness.models import ModelSpec
-from harness.plugins import get_registry
+from harness.registry import get_registry
 from harness.run_checks import check_run
 from harness.run_options import RunOptions
 from harness.sweep import read_plan

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError, TaskConfigError
-from harness.plugins import get_registry
+from harness.registry import get_registry
 from harness.task_config import apply_overrides, parse_task_args
 from harness.task_loading import check_against_registry, resolve_tasks
 from harness.task_validation import load_task_file, validate

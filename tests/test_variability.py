@@ -16,10 +16,8 @@ from harness.errors import HarnessError
 from harness.instances import GenerationInstance
 from harness.options import Option, Options, optional, text
 from harness.requests import GenerateResponse
-from harness.scoring import ScorerUnavailable
-from harness.seeding import derive_rng
-from scorers.probes.base import Probe, ProbeUnavailable
-from scorers.variability import (
+from harness.scorers.probes.base import Probe, ProbeUnavailable
+from harness.scorers.variability import (
     VARIABILITY_OPTIONS,
     LexicalScorer,
     SemanticScorer,
@@ -32,6 +30,8 @@ from scorers.variability import (
     upper_pairs,
     w1,
 )
+from harness.scoring import ScorerUnavailable
+from harness.seeding import derive_rng
 
 
 class AbsProbe(Probe):

@@ -12,13 +12,13 @@ import pytest
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance
 from harness.kinds.word_distribution import WordDistributionKind, asked_words
+from harness.plugins.hf.word_distribution import ExactWordSearch
 from harness.requests import Surface, WordDistributionRequest, WordDistributionResponse
-from plugins.hf.word_distribution import ExactWordSearch
-from scorers.biased_estimator import BiasedEstimatorScorer, renormalised
-from scorers.exact_distribution import bounded_tvd
-from scorers.exact_tvd import ExactTvdScorer
-from scorers.next_token_accuracy import NextTokenAccuracyScorer
-from scorers.token_level import TokenLevelScorer
+from harness.scorers.biased_estimator import BiasedEstimatorScorer, renormalised
+from harness.scorers.exact_distribution import bounded_tvd
+from harness.scorers.exact_tvd import ExactTvdScorer
+from harness.scorers.next_token_accuracy import NextTokenAccuracyScorer
+from harness.scorers.token_level import TokenLevelScorer
 from tests.test_word_sampler import N_PIECES, VOCAB, ByteTokenizer, StubLM, exact_distribution, markov2
 
 
@@ -207,7 +207,7 @@ def test_next_token_accuracy_hand_case() -> None:
 
 # ------------------------------------------------------------------------------------------- the packaged model
 def test_sampler_frequencies_match_the_exact_distribution_on_smollm2(smollm2: Any) -> None:
-    from plugins.hf.word_sampler import TrieWordSampler
+    from harness.plugins.hf.word_sampler import TrieWordSampler
 
     context = "I went to the store to buy some"
     search = ExactWordSearch(smollm2.model, smollm2.tokenizer, batch_size=64)

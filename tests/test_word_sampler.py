@@ -20,12 +20,12 @@ import torch
 from scipy import stats
 from transformers import GenerationConfig, LlamaConfig
 
+from harness.plugins.hf import trie_cache, word_sampler
+from harness.plugins.hf.tokens import continuation_text, encode_context, eos_token_ids
+from harness.plugins.hf.word_sampler import TrieWordSampler, sample_words
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.stats import homogeneity_pvalue
 from harness.text import PAPER_FAILURE, decide_word, first_complete_word, paper_first_word
-from plugins.hf import trie_cache, word_sampler
-from plugins.hf.tokens import continuation_text, encode_context, eos_token_ids
-from plugins.hf.word_sampler import TrieWordSampler, sample_words
 from tests.helpers import tiny_llama
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -572,9 +572,9 @@ def test_attention_switched_away_after_construction_is_switched_back() -> None:
     """The prefix layout is a keyword only the harness's attention reads: a model switched to ``sdpa`` after the
     sampler and the generator were built (as a benchmark did to time plain ``generate``) would silently attend to
     each row's own suffix only, ignoring the context. Both switch it back before every batch."""
+    from harness.plugins.hf.generator import BatchGenerator
+    from harness.plugins.hf.prefix_attention import ATTENTION_NAME
     from harness.requests import GenerateRequest
-    from plugins.hf.generator import BatchGenerator
-    from plugins.hf.prefix_attention import ATTENTION_NAME
 
     model = small_llama()
     sampler = TrieWordSampler(model, ByteTokenizer(), batch_size=64)
@@ -614,7 +614,7 @@ def small_llama(dtype: torch.dtype = torch.float32) -> Any:
 def test_next_token_head_equals_the_models_own_softmax_bit_for_bit(dtype: torch.dtype) -> None:
     """The head writes into buffers kept across passes (no page faults on fresh 100 MB tensors) but must compute
     exactly what ``softmax(model(...).logits.float() / T)`` computes, for every pass size and temperature."""
-    from plugins.hf.next_token_head import NextTokenHead
+    from harness.plugins.hf.next_token_head import NextTokenHead
 
     model = small_llama(dtype)
     assert NextTokenHead.supports(model)
@@ -631,7 +631,7 @@ def test_next_token_head_equals_the_models_own_softmax_bit_for_bit(dtype: torch.
 
 
 def test_next_token_head_refuses_heads_it_cannot_reproduce() -> None:
-    from plugins.hf.next_token_head import NextTokenHead
+    from harness.plugins.hf.next_token_head import NextTokenHead
 
     model = small_llama()
     assert NextTokenHead.supports(model)

@@ -26,7 +26,7 @@ from harness.data_sets import (
     status,
 )
 from harness.errors import HarnessError
-from harness.plugins import get_registry
+from harness.registry import get_registry
 
 
 def add_data(sub: Any) -> None:

@@ -15,7 +15,7 @@ from harness.cli.parsing import add_command
 from harness.data import resolve_data_dir
 from harness.errors import HarnessError
 from harness.options import Options
-from harness.plugins import Registry, get_registry
+from harness.registry import Registry, get_registry
 from harness.task_config import TaskConfig
 from harness.task_loading import check_against_registry, check_registered_name, registered_or_path
 from harness.task_validation import load_task_file

@@ -113,7 +113,7 @@ def texts_from_task(task_name: str, data_dir: str | None) -> list[tuple[str, str
     sentence, generation sources as they are, multiple-choice items as their text."""
     from harness.data import resolve_data_dir
     from harness.instances import ChoiceInstance, ClozeInstance, GenerationInstance
-    from harness.plugins import get_registry
+    from harness.registry import get_registry
     from harness.task_data import load_task_data
     from harness.task_loading import resolve_tasks
 

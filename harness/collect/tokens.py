@@ -19,7 +19,7 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.models import TokenLevelModel
-from harness.plugins import get_registry
+from harness.registry import get_registry
 from harness.seeding import derive_rng
 from harness.sweep import parse_model
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.plugins import get_registry
+from harness.registry import get_registry
 from harness.run_dir import samples_file, task_sources
 
 HUMAN = "human"

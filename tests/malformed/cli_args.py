@@ -163,7 +163,7 @@ CASES: list[Case] = [
     ),
     Case(
         "validate-second-file-bad",
-        ("validate", str(FIXTURES.parents[1] / "tasks" / "provo.yaml"), "{tmp}/bad.yaml"),
+        ("validate", str(FIXTURES.parents[1] / "harness" / "tasks" / "provo.yaml"), "{tmp}/bad.yaml"),
         "bad.yaml: field 'version'",
         prepare=write_bytes(
             "bad.yaml", "task: bad\nversion: -1\nloader: provo\nrequest: sample_words\nscorers: [tvd]\n"

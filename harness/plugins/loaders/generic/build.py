@@ -1,0 +1,263 @@
+"""What the three generic loaders share: grouping rows into instances, ids, meta, human productions, and how bad
+rows are reported (each one line naming the file, the row and the field; all of them, up to ``MAX_REPORTED``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.data import LoadedData
+from harness.errors import HarnessError, shorten_repr
+from harness.instances import Instance
+from harness.options import Option, Options, optional
+from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, is_template
+from harness.plugins.loaders.generic.human import HumanSpec, Productions, human_option, read_row
+from harness.plugins.loaders.generic.normalise import Normaliser, build_normaliser, normaliser_option
+from harness.plugins.loaders.generic.table import SOURCE_OPTIONS, Table, read_table
+
+#: Bad rows listed in one error (the count says how many more there were).
+MAX_REPORTED = 20
+T = TypeVar("T")
+
+
+class BadRowsError(HarnessError):
+    """Rows the mapping could not read: one line each, after a line saying how many."""
+
+
+def _group_by(value: Any) -> Field | tuple[str, ...]:
+    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    if isinstance(value, str) and value and not is_template(value):
+        return (value,)
+    return column_or_template("group_by")(value)
+
+
+_group_by.type_name = "column | list of columns | template"  # type: ignore[attr-defined]
+
+
+def _meta(value: Any) -> dict[str, Field]:
+    if isinstance(value, list) and all(isinstance(v, str) and v for v in value):
+        return {v: Field(f"meta.{v}", column=v, given=v) for v in value}
+    if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+        return {k: column_or_template(f"meta.{k}", native=True)(v) for k, v in value.items()}
+    raise ValueError(
+        f"expected a list of columns or a mapping of name to column or template, got {shorten_repr(value)}"
+    )
+
+
+_meta.type_name = "list of columns | {name: column | template}"  # type: ignore[attr-defined]
+
+#: Options every generic loader has beside where the rows come from (``table.SOURCE_OPTIONS``).
+COMMON_OPTIONS = Options(
+    Option(
+        "id", optional(column_or_template("id")), None, "the instance id (default: the group key, or the row number)"
+    ),
+    Option("group_by", optional(_group_by), None, "long format: rows with the same key are one instance"),
+    Option("meta", optional(_meta), None, "columns kept in each instance's record (samples_<task>.jsonl)"),
+    Option("human", optional(human_option), None, "where the human productions are (required): see docs/your-data.md"),
+    Option("normalise", optional(normaliser_option()), None, "response normalisation: case, punctuation, ..."),
+)
+
+
+#: Every generic loader's options before its own: where the rows come from, then the shared fields.
+BASE_OPTIONS = SOURCE_OPTIONS | COMMON_OPTIONS
+
+
+@dataclass(frozen=True)
+class Group:
+    """The rows of one instance (one row unless ``group_by`` is given)."""
+
+    table: Table
+    rows: tuple[int, ...]
+    #: The instance's default id: the group key, or the row number.
+    key: str
+
+    @property
+    def where(self) -> str:
+        return self.table.where(self.rows[0])
+
+    def first(self) -> Mapping[str, Any]:
+        return self.table.rows[self.rows[0]]
+
+    def same(self, field: Field | None) -> Any:
+        """The field's value, which every row of the group must agree on (a passage's context, an item's text)."""
+        if field is None:
+            return None
+        value = field.value(self.first(), self.where)
+        for index in self.rows[1:]:
+            other = field.value(self.table.rows[index], self.table.where(index))
+            if other != value:
+                raise RowError(
+                    f"{self.table.where(index)}: field '{field.name}': {shorten_repr(other, 60)}, but the first row "
+                    f"of its instance ({self.where}) gave {shorten_repr(value, 60)}"
+                )
+        return value
+
+    def productions(self, spec: HumanSpec) -> Productions:
+        found = Productions()
+        for index in self.rows:
+            read_row(spec, self.table.rows[index], self.table.where(index), found)
+        return found
+
+
+def groups(table: Table, group_by: Field | tuple[str, ...] | None) -> list[Group]:
+    """Rows grouped by key in first-seen order (a long file need not be sorted), or one group per row."""
+    if group_by is None:
+        return [Group(table, (i,), str(table.origins[i][1])) for i in range(len(table.rows))]
+    keyed: dict[str, list[int]] = {}
+    for index, row in enumerate(table.rows):
+        where = table.where(index)
+        if isinstance(group_by, Field):
+            key = str(group_by.value(row, where))
+        else:
+            missing = [c for c in group_by if c not in row]
+            if missing:
+                raise RowError(
+                    f"{where}: field 'group_by': no column {missing[0]!r} (columns: {', '.join(map(str, row))})"
+                )
+            key = "-".join(str(row[c]) for c in group_by)
+        keyed.setdefault(key, []).append(index)
+    return [Group(table, tuple(rows), key) for key, rows in keyed.items()]
+
+
+def instance_id(id_field: Field | None, group: Group) -> str:
+    if id_field is None:
+        return group.key
+    value = group.same(id_field)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise RowError(f"{group.where}: field 'id': empty")
+    return str(value)
+
+
+def meta_of(meta: dict[str, Field] | None, group: Group) -> dict[str, Any]:
+    """The meta columns' values; a null value is left out (JSON records give every row the union of keys)."""
+    values = {name: group.same(field) for name, field in (meta or {}).items()}
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def text(value: Any, where: str, name: str, *, required: bool = True) -> str:
+    """A field's value as text: strings as they are, numbers as written; lists and mappings are errors."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        if required:
+            raise RowError(f"{where}: field '{name}': empty")
+        return ""
+    if isinstance(value, (list, tuple, dict)):
+        raise RowError(f"{where}: field '{name}': expected text, got {shorten_repr(value)}")
+    return value if isinstance(value, str) else str(value)
+
+
+def build_all(items: list[Group], build: Callable[[Group], T], loader: str) -> list[T]:
+    """``build`` on every group; every bad row is reported (one line each), not only the first."""
+    built: list[T] = []
+    problems: list[str] = []
+    seen: dict[str, str] = {}
+    for group in items:
+        try:
+            instance = build(group)
+        except RowError as exc:
+            problems.append(str(exc))
+            continue
+        ident = getattr(instance, "id", None)
+        if isinstance(ident, str):
+            if ident in seen:
+                problems.append(
+                    f"{group.where}: field 'id': {ident!r} is also the id of {seen[ident]} (ids must be unique)"
+                )
+                continue
+            seen[ident] = group.where
+        built.append(instance)
+    if problems:
+        shown = problems[:MAX_REPORTED]
+        more = f" (the first {MAX_REPORTED} follow)" if len(problems) > MAX_REPORTED else ""
+        raise BadRowsError(f"loader '{loader}': {len(problems)} bad rows{more}:\n" + "\n".join(shown))
+    return built
+
+
+def require(parsed: Mapping[str, Any], names: tuple[str, ...], loader: str) -> None:
+    """Options a loader cannot do without (declared optional so that their absence is this clear message)."""
+    missing = [n for n in names if parsed.get(n) is None]
+    if missing:
+        raise HarnessError(f"data options of loader '{loader}': '{missing[0]}' is required (see docs/your-data.md)")
+
+
+def with_extra_files(data_hash: str, normaliser: Normaliser) -> str:
+    """The data's hash, with the replacements file's when there is one (it changes the human data)."""
+    if normaliser.replacements_sha256 is None:
+        return data_hash
+    return "sha256:" + hashlib.sha256((data_hash + normaliser.replacements_sha256).encode()).hexdigest()
+
+
+#: Rows of each file ``harness validate`` reads to check a mapping.
+PREVIEW_ROWS = 50
+
+
+class Tally:
+    """What a loader records about its instances beside them: how many give only proportions of people, and why."""
+
+    def __init__(self) -> None:
+        self.proportions_only = 0
+        self.reasons: set[str] = set()
+        self.numbered = 0
+
+    def counted(self, known: bool, reason: str) -> None:
+        if not known:
+            self.proportions_only += 1
+            self.reasons.add(reason)
+
+    def next_number(self) -> int:
+        """The next instance's number from 1 (a default item number)."""
+        self.numbered += 1
+        return self.numbered
+
+
+#: ``build(group, parsed options, normaliser, tally)``: one instance from one group of rows.
+Build = Callable[[Group, Mapping[str, Any], Normaliser, Tally], Instance]
+
+
+@dataclass(frozen=True)
+class GenericLoader:
+    """What the three generic loaders share: options, reading, grouping, reporting bad rows, the data source record.
+
+    Each loader gives its name, options, normalisation defaults, the options it cannot do without, a check of the
+    parsed options together (``check``) and ``build``, which turns one group of rows into one instance."""
+
+    name: str
+    options: Options
+    defaults: Normaliser
+    required: tuple[str, ...]
+    build: Build
+    check: Callable[[Mapping[str, Any]], None] | None = None
+
+    def load(self, options: Mapping[str, Any], data_dir: Path, max_rows: int | None = None) -> LoadedData:
+        parsed = self.options.parse(options, f"data options of loader '{self.name}'")
+        require(parsed, self.required, self.name)
+        if self.check is not None:
+            self.check(parsed)
+        table = read_table(options, data_dir, self.name, max_rows=max_rows)
+        normaliser = build_normaliser(parsed["normalise"], self.defaults, data_dir)
+        tally = Tally()
+
+        def one(group: Group) -> Instance:
+            return self.build(group, parsed, normaliser, tally)
+
+        instances = build_all(groups(table, parsed["group_by"]), one, self.name)
+        source = {
+            "loader": self.name,
+            **table.source,
+            "normalise": normaliser.describe(),
+            "n_instances": len(instances),
+        }
+        if tally.proportions_only:
+            source["proportions_only"] = {"n": tally.proportions_only, "reasons": sorted(tally.reasons)}
+        return LoadedData(instances, with_extra_files(table.data_hash, normaliser), source)
+
+    def check_data(self, options: Mapping[str, Any], data_dir: Path) -> str:
+        """``harness validate``'s check: the same reading and mapping, on the first ``PREVIEW_ROWS`` rows of a file."""
+        loaded = self.load(options, data_dir, PREVIEW_ROWS)
+        files = loaded.source.get("files") or [loaded.source.get("hub", "")]
+        shown = ", ".join(str(f) for f in files[:2]) + (f" and {len(files) - 2} more" if len(files) > 2 else "")
+        return f"the first {PREVIEW_ROWS} rows of {shown} make {len(loaded.instances)} instances"

@@ -1,0 +1,98 @@
+"""``generic_cloze``: next-word (cloze) tasks over any data set of human guesses, for ``sample_words`` and
+``word_distribution``.
+
+Each instance is a context, optionally the corpus word that followed it, and the people's guesses. Guesses go
+through the task's normalisation (``normalise``: case folded and punctuation removed by default, as the ``exact``
+word rule does) and then through the ``exact`` word rule itself, the function the model's words go through, so
+that the two are comparable; guesses that become the same word are merged. The counts are listed most frequent
+first, ties by word, as the Provo loader does (the paper-faithful ECE breaks ties by this order).
+
+Each instance's ``meta`` holds the columns the task names, then ``n_human_raw`` (people with an answer, before
+the word rule), ``n_human_dropped`` (answers the word rule leaves empty), ``n_human_missing`` (``no_answer``
+responses) and ``n_unique_raw`` (distinct answers as written), as the Provo loader records them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from harness.data import LoadedData, takes_options
+from harness.instances import ClozeInstance
+from harness.options import Option, Options, optional
+from harness.plugins.loaders.generic.build import (
+    BASE_OPTIONS,
+    GenericLoader,
+    Group,
+    Tally,
+    instance_id,
+    meta_of,
+    text,
+)
+from harness.plugins.loaders.generic.fields import RowError, column_or_template
+from harness.plugins.loaders.generic.human import recover_counts
+from harness.plugins.loaders.generic.normalise import Normaliser
+from harness.text import normalise_word
+
+LOADER = "generic_cloze"
+#: A cloze study's usual coding: case and punctuation variants are one answer, an empty box is no answer.
+DEFAULTS = Normaliser(case="fold", punctuation="strip")
+
+OPTIONS = BASE_OPTIONS | Options(
+    Option("context", optional(column_or_template("context")), None, "the text before the position (required)"),
+    Option("target", optional(column_or_template("target")), None, "the corpus word that followed, if known"),
+)
+
+
+def cloze_instance(group: Group, parsed: Mapping[str, Any], normaliser: Normaliser, tally: Tally) -> ClozeInstance:
+    where = group.where
+    context = text(group.same(parsed["context"]), where, "context", required=False)
+    target_raw = text(group.same(parsed["target"]), where, "target", required=False)
+    found = group.productions(parsed["human"])
+    counted = recover_counts(found)
+    counts: dict[str, float] = {}
+    raw = missing = dropped = 0.0
+    unique: set[Any] = set()
+    for response, weight in counted.items:
+        kept = normaliser.apply(str(response))
+        if kept is None:
+            missing += weight
+            continue
+        raw += weight
+        unique.add(response)
+        word = normalise_word(kept)
+        if word:
+            counts[word] = counts.get(word, 0.0) + weight
+        else:
+            dropped += weight
+    if not counts or sum(counts.values()) <= 0:
+        raise RowError(f"{where}: field 'human.responses': no human responses left (empty, no answer, or counts of 0)")
+    tally.counted(counted.counts_known, counted.reason)
+    number = int if counted.counts_known else float
+    ordered = {w: number(c) for w, c in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))}
+    meta = meta_of(parsed["meta"], group)
+    meta.update(
+        n_human_raw=number(raw),
+        n_human_dropped=number(dropped),
+        n_human_missing=number(missing),
+        n_unique_raw=len(unique),
+    )
+    return ClozeInstance(
+        id=instance_id(parsed["id"], group),
+        context=context,
+        target=normalise_word(target_raw),
+        target_raw=target_raw,
+        human_counts=ordered,
+        meta=meta,
+        **({} if counted.counts_known else {"counts_known": False}),
+    )
+
+
+GENERIC = GenericLoader(LOADER, OPTIONS, DEFAULTS, ("context", "human"), cloze_instance)
+
+
+@takes_options(OPTIONS, name=LOADER, check_data=GENERIC.check_data)
+def load_generic_cloze(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+    """Cloze instances from the rows the options name (``docs/your-data.md``)."""
+    return GENERIC.load(options, data_dir)

@@ -1,0 +1,322 @@
+"""The shapes human productions come in, read into one form: each response with its count (or proportion).
+
+Real data sets give the people's answers in one of these shapes (``human.shape`` in a task file):
+
+* ``long``: one row per response (or per distinct response, with its ``counts`` column), rows grouped into
+  instances by ``group_by``;
+* ``list``: a column holding the list of responses, one per person;
+* ``mapping``: a column holding ``{response: count}`` (``values: proportions`` when the numbers are shares);
+* ``parallel``: answers and their ``counts`` (or ``proportions``) side by side, either as two list columns or as
+  numbered column families (``answer_*`` beside ``share_*``: ``answer_1`` goes with ``share_1``); empty cells are
+  ignored. For multiple choice, ``counts`` alone (a list column, or ``count_*``) gives one count per option.
+
+Proportions become counts only where the number of people is known (``n_people``) and every proportion times it
+is a whole number (within ``WHOLE_TOLERANCE``); otherwise the instance keeps the proportions and says that its
+counts are unknown (``counts_known: false``), so that no metric that draws individual people invents them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.errors import shorten_repr
+from harness.options import Option, Options, one_of, optional
+from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, family, family_columns
+
+SHAPES = ("long", "list", "mapping", "parallel")
+#: How far from a whole number a proportion times the number of people may be and still be read as a count
+#: (proportions are usually printed with 2 to 6 decimals: 0.33 * 3 = 0.99).
+WHOLE_TOLERANCE = 0.05
+
+
+@dataclass(frozen=True)
+class HumanSpec:
+    """Where an instance's human productions are, as the task file's ``human`` mapping says."""
+
+    shape: str
+    responses: Field | str | None = None
+    counts: Field | str | None = None
+    proportions: Field | str | None = None
+    n_people: Field | int | None = None
+    values: str = "counts"
+
+    def weights(self) -> Field | str | None:
+        return self.counts if self.counts is not None else self.proportions
+
+    def uses_proportions(self) -> bool:
+        return self.proportions is not None or (self.shape == "mapping" and self.values == "proportions")
+
+
+def _column_template_or_family(name: str) -> Any:
+    by_field = column_or_template(name, native=True)
+
+    def convert(value: Any) -> Field | str:
+        if isinstance(value, str) and "*" in value and "{" not in value:
+            if family(value) is None:
+                raise ValueError(f"a numbered column family has one '*' (answer_*), got {shorten_repr(value)}")
+            return value
+        return by_field(value)
+
+    convert.type_name = "column | template | family (answer_*)"  # type: ignore[attr-defined]
+    return convert
+
+
+def _people(value: Any) -> Field | int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 1:
+            raise ValueError(f"expected a positive number of people, got {value}")
+        return value
+    return column_or_template("human.n_people", native=True)(value)
+
+
+_people.type_name = "int | column | template"  # type: ignore[attr-defined]
+
+HUMAN_OPTIONS = Options(
+    Option("shape", one_of(*SHAPES), None, "long | list | mapping | parallel (required)", " | ".join(SHAPES)),
+    Option("responses", optional(_column_template_or_family("human.responses")), None, "the responses"),
+    Option("counts", optional(_column_template_or_family("human.counts")), None, "how many gave each response"),
+    Option("proportions", optional(_column_template_or_family("human.proportions")), None, "shares instead"),
+    Option("n_people", optional(_people), None, "the number of people, to recover counts from proportions"),
+    Option("values", one_of("counts", "proportions"), "counts", "mapping shape: what the numbers are"),
+)
+
+
+def human_option(value: Any) -> HumanSpec:
+    """Converter for the ``human`` data option: one shape and the keys it needs, checked together."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a mapping {{shape, responses, counts, ...}}, got {shorten_repr(value)}")
+    p = HUMAN_OPTIONS.parse(value, "human")
+    shape = p["shape"]
+    if shape is None:
+        raise ValueError(f"'shape' is required ({' | '.join(SHAPES)})")
+    if p["counts"] is not None and p["proportions"] is not None:
+        raise ValueError("give 'counts' or 'proportions', not both")
+    if p["n_people"] is not None and p["proportions"] is None and p["values"] != "proportions":
+        raise ValueError("'n_people' goes with proportions (the counts already say how many people)")
+    if shape != "parallel" and p["responses"] is None:
+        raise ValueError(f"shape {shape}: 'responses' is required")
+    for key in ("responses", "counts", "proportions"):
+        if isinstance(p[key], str) and shape != "parallel":
+            raise ValueError(f"'{key}': numbered column families ({p[key]}) are for shape parallel")
+    if shape in ("list", "mapping") and (p["counts"] is not None or p["proportions"] is not None):
+        raise ValueError(f"shape {shape}: the responses column holds everything (no 'counts' or 'proportions')")
+    if shape == "parallel" and p["counts"] is None and p["proportions"] is None:
+        raise ValueError("shape parallel: give 'counts' or 'proportions' beside 'responses'")
+    if shape != "mapping" and "values" in value:
+        raise ValueError("'values' is for shape mapping")
+    return HumanSpec(shape, p["responses"], p["counts"], p["proportions"], p["n_people"], p["values"])
+
+
+human_option.type_name = "{shape, responses, counts | proportions, n_people, values}"  # type: ignore[attr-defined]
+
+
+@dataclass
+class Productions:
+    """One instance's responses with their numbers, in the data's order, before normalisation."""
+
+    #: ``(response, count or proportion)`` in the data's order; the same response may come more than once (a
+    #: generation data set's identical references are kept where they are). A response is a text (cloze,
+    #: generation) or an option key (choice).
+    items: list[tuple[Any, float]] = field(default_factory=list)
+    proportions: bool = False
+    n_people: int | None = None
+
+    def add(self, response: Any, weight: float) -> None:
+        self.items.append((response, weight))
+
+
+def read_row(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Productions) -> None:
+    """Add one row's productions to ``into`` (a long-format group calls this once per row)."""
+    into.proportions = spec.uses_proportions()
+    n = people(spec, row, where)
+    if n is not None:
+        if into.n_people is not None and n != into.n_people:
+            raise RowError(
+                f"{where}: field 'human.n_people': {n}, but an earlier row of the instance gave {into.n_people}"
+            )
+        into.n_people = n
+    if spec.shape == "long":
+        assert isinstance(spec.responses, Field)
+        response = spec.responses.value(row, where)
+        weights = spec.weights()
+        assert not isinstance(weights, str)  # human_option keeps numbered families to shape parallel
+        weight = 1.0 if weights is None else _number(weights.value(row, where), where, weights.name, into.proportions)
+        into.add(_text_or_none(response), weight)
+    elif spec.shape == "list":
+        assert isinstance(spec.responses, Field)
+        for response in _sequence(spec.responses.value(row, where), where, "human.responses"):
+            into.add(_text_or_none(response), 1.0)
+    elif spec.shape == "mapping":
+        assert isinstance(spec.responses, Field)
+        mapping = spec.responses.value(row, where)
+        if not isinstance(mapping, Mapping):
+            raise RowError(
+                f"{where}: field 'human.responses': expected a mapping of response to number, got "
+                f"{shorten_repr(mapping)}"
+            )
+        for response, number in mapping.items():
+            if number is None:  # a key other rows have (Arrow gives every row the union of keys)
+                continue
+            into.add(
+                _text_or_none(response), _number(number, where, f"human.responses[{response!r}]", into.proportions)
+            )
+    else:
+        _read_parallel(spec, row, where, into)
+
+
+def people(spec: HumanSpec, row: Mapping[str, Any], where: str) -> int | None:
+    """The number of people the row's proportions are shares of, when the task file names it."""
+    if spec.n_people is None:
+        return None
+    if isinstance(spec.n_people, int):
+        return spec.n_people
+    return _whole(spec.n_people.value(row, where), where, "human.n_people")
+
+
+def _read_parallel(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Productions) -> None:
+    weights = spec.weights()
+    assert weights is not None
+    name = _name(weights)
+    if spec.responses is None:
+        raise RowError(f"{where}: field '{name}': numbers alone (one per option) are for multiple choice")
+    if isinstance(weights, str) != isinstance(spec.responses, str):
+        raise RowError(f"{where}: fields 'human.responses' and '{name}': pair two column families or two list columns")
+    if isinstance(weights, str) and isinstance(spec.responses, str):
+        numbers_by = family_columns(weights, list(row))
+        answers_by = family_columns(spec.responses, list(row))
+        if not numbers_by:
+            raise RowError(
+                f"{where}: field '{name}': no column matches {weights!r} (columns: {', '.join(map(str, row))})"
+            )
+        if set(answers_by) != set(numbers_by):
+            raise RowError(
+                f"{where}: numbered columns {spec.responses!r} ({sorted(answers_by)}) and {weights!r} "
+                f"({sorted(numbers_by)}) do not pair up"
+            )
+        for k, column in numbers_by.items():
+            answer, number = row[answers_by[k]], row[column]
+            if _empty(answer) and _empty(number):
+                continue  # an unused slot of the family
+            if _empty(number):
+                raise RowError(f"{where}: column {column!r}: empty, but its answer {shorten_repr(answer)} is not")
+            into.add(_text_or_none(answer), _number(number, where, column, into.proportions))
+        return
+    assert isinstance(weights, Field) and isinstance(spec.responses, Field)
+    numbers = _sequence(weights.value(row, where), where, name)
+    answers = _sequence(spec.responses.value(row, where), where, "human.responses")
+    if len(answers) != len(numbers):
+        raise RowError(
+            f"{where}: fields 'human.responses' and '{name}': {len(answers)} responses but {len(numbers)} numbers"
+        )
+    for k, (answer, number) in enumerate(zip(answers, numbers, strict=True)):
+        if _empty(answer) and _empty(number):
+            continue
+        into.add(_text_or_none(answer), _number(number, where, f"{name}[{k}]", into.proportions))
+
+
+def option_counts(spec: HumanSpec, row: Mapping[str, Any], where: str) -> list[float] | None:
+    """Multiple choice with ``counts`` (or ``proportions``) alone: one number per option, in option order."""
+    if spec.shape != "parallel" or spec.responses is not None:
+        return None
+    weights = spec.weights()
+    assert weights is not None
+    proportions = spec.uses_proportions()
+    if isinstance(weights, str):
+        columns = family_columns(weights, list(row))
+        if not columns:
+            raise RowError(f"{where}: field '{_name(weights)}': no column matches {weights!r}")
+        return [_number(row[c], where, c, proportions) for c in columns.values() if not _empty(row[c])]
+    return [
+        _number(n, where, f"{_name(weights)}[{k}]", proportions)
+        for k, n in enumerate(_sequence(weights.value(row, where), where, _name(weights)))
+    ]
+
+
+def _name(source: Field | str) -> str:
+    return source.name if isinstance(source, Field) else source
+
+
+def _sequence(value: Any, where: str, name: str) -> list[Any]:
+    if isinstance(value, (list, tuple)):
+        return list(value)
+    raise RowError(f"{where}: field '{name}': expected a list, got {shorten_repr(value)}")
+
+
+def _empty(value: Any) -> bool:
+    return (
+        value is None
+        or (isinstance(value, str) and not value.strip())
+        or (isinstance(value, float) and math.isnan(value))
+    )
+
+
+def _text_or_none(value: Any) -> Any:
+    """A response as read: text stays text, numbers (option numbers) become their text, empty becomes ``""``."""
+    if _empty(value):
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return value if isinstance(value, str) else str(value)
+
+
+def _number(value: Any, where: str, name: str, proportion: bool) -> float:
+    """A count (a whole number >= 0) or a proportion (0 <= p <= 1); numbers written as text are read too."""
+    what = "a proportion between 0 and 1" if proportion else "a count (a whole number >= 0)"
+    number: float
+    if isinstance(value, bool):
+        raise RowError(f"{where}: field '{name}': expected {what}, got {value!r}")
+    if isinstance(value, (int, float)):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            raise RowError(f"{where}: field '{name}': expected {what}, got {shorten_repr(value)}") from None
+    else:
+        raise RowError(f"{where}: field '{name}': expected {what}, got {shorten_repr(value)}")
+    if (
+        not math.isfinite(number)
+        or number < 0
+        or (proportion and number > 1 + 1e-9)
+        or (not proportion and not number.is_integer())
+    ):
+        raise RowError(f"{where}: field '{name}': expected {what}, got {shorten_repr(value)}")
+    return number
+
+
+def _whole(value: Any, where: str, name: str) -> int:
+    number = _number(value, where, name, proportion=False)
+    if number < 1:
+        raise RowError(f"{where}: field '{name}': expected a positive number of people, got {shorten_repr(value)}")
+    return int(number)
+
+
+@dataclass(frozen=True)
+class Counted:
+    """Productions after reading their numbers: counts of people, or proportions when counts cannot be recovered."""
+
+    items: list[tuple[Any, float]]
+    counts_known: bool
+    #: Why the counts are unknown (empty when known).
+    reason: str = ""
+
+
+def recover_counts(found: Productions) -> Counted:
+    """Counts as whole numbers when they are, or can be recovered from proportions and the number of people."""
+    items = found.items
+    if not found.proportions:
+        return Counted([(r, float(int(w))) for r, w in items], True)
+    total = sum(w for _, w in items)
+    if total <= 0:
+        return Counted(items, False, "every proportion is 0")
+    shares = [(r, w / total) for r, w in items]
+    n_people = found.n_people
+    if n_people is None:
+        return Counted(shares, False, "proportions without the number of people")
+    scaled = [(r, w * n_people) for r, w in items]
+    if all(abs(v - round(v)) <= WHOLE_TOLERANCE for _, v in scaled):
+        return Counted([(r, float(round(v))) for r, v in scaled], True)
+    return Counted(shares, False, f"proportions times the number of people ({n_people}) are not whole numbers")
