@@ -72,6 +72,8 @@ class AnswerClassifier(ABC):
     name: ClassVar[str] = ""
     #: The arguments the constructor accepts (``classifier_args``), listed in the error for an unknown one.
     options: ClassVar[Options] = Options()
+    #: The extras of the harness this classifier needs (``harness.extras.EXTRAS``), checked with its scorer's.
+    extras: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **args: Any) -> None:
         self.settings: dict[str, Any] = self.options.parse_arguments(args, f"answer classifier '{self.name}'")

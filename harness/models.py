@@ -63,6 +63,9 @@ class ModelAdapter:
     supported_requests: ClassVar[frozenset[str]] = frozenset()
     #: The ``--model-args`` this adapter takes (``harness ls models --options`` prints them).
     options: ClassVar[Options] = Options()
+    #: The extras of the harness this adapter needs (``harness.extras.EXTRAS``: ``hf``, ...), checked when the model
+    #: kind is looked up, before any data or model loads; a missing one is a one-line error naming it.
+    extras: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec

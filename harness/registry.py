@@ -20,6 +20,7 @@ from harness.classifiers import AnswerClassifier
 from harness.data import Loader
 from harness.data_sets import DataSet
 from harness.errors import HarnessError
+from harness.extras import require_extras, reraise_missing_module
 from harness.files import same_file
 from harness.kinds.base import RequestKind
 from harness.models import ModelAdapter
@@ -68,9 +69,14 @@ class Registry:
         entry = self._get(self.models, kind, "model kind")
         if isinstance(entry.obj, str):
             module_name, _, attr = entry.obj.partition(":")
-            entry.obj = getattr(importlib.import_module(module_name), attr)
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:  # an extra (or a plugin's own dependency) that is not installed
+                reraise_missing_module(exc, f"model kind '{kind}'")
+            entry.obj = getattr(module, attr)
         if not (isinstance(entry.obj, type) and issubclass(entry.obj, ModelAdapter)):
             raise HarnessError(f"model kind '{kind}' from {entry.plugin} is not a ModelAdapter subclass")
+        require_extras(entry.obj.extras, f"model kind '{kind}'")
         return entry.obj
 
     def loader(self, name: str) -> Loader:

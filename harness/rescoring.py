@@ -27,7 +27,7 @@ from harness.run_scoring import score_runs
 from harness.runner import write_results
 from harness.task_config import TaskConfig, apply_overrides
 from harness.task_data import load_task_data
-from harness.task_loading import ResolvedTask, check_against_registry
+from harness.task_loading import ResolvedTask, check_against_registry, require_scorer_extras
 from harness.task_run import TaskRun
 from harness.task_validation import validate
 
@@ -114,7 +114,9 @@ def _resolve(task: str, config: TaskConfig, registry: Registry) -> ResolvedTask:
     except TaskConfigError as exc:
         raise HarnessError(f"re-scoring {task}: {exc}") from exc
     _, _, variant = task.partition("@")
-    return ResolvedTask(config, registry.kind(config.request), scorers, variant or None)
+    resolved = ResolvedTask(config, registry.kind(config.request), scorers, variant or None)
+    require_scorer_extras([resolved])
+    return resolved
 
 
 def _saved_responses(source: TaskSource, data: LoadedData, human_only: bool) -> SavedResponses:

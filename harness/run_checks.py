@@ -11,7 +11,7 @@ from harness.errors import HarnessError
 from harness.models import ModelAdapter, ModelSpec
 from harness.registry import Registry
 from harness.run_options import RunOptions
-from harness.task_loading import ResolvedTask, resolve_tasks
+from harness.task_loading import ResolvedTask, require_scorer_extras, resolve_tasks
 
 
 def check_run(options: RunOptions, registry: Registry) -> tuple[list[ResolvedTask], type[ModelAdapter] | None]:
@@ -22,6 +22,7 @@ def check_run(options: RunOptions, registry: Registry) -> tuple[list[ResolvedTas
         raise HarnessError(f"--limit: expected a positive integer, got {options.limit}")
     options.executor.check()
     tasks = resolve_run_tasks(options, registry)
+    require_scorer_extras(tasks)
     adapter_cls: type[ModelAdapter] | None = None
     if options.model is not None:
         adapter_cls = registry.model(options.model.kind)

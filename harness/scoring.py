@@ -108,6 +108,9 @@ class Scorer(ABC):
     #: control beside them; every metric stays in ``results.json`` and in ``--full-table``. None (the default):
     #: the scorer's first metric; ``()``: none.
     headline: ClassVar[tuple[str, ...] | None] = None
+    #: The extras of the harness this scorer needs (``harness.extras.EXTRAS``: ``probes``, ...), checked before a
+    #: run or a re-scoring starts; a missing one is a one-line error naming it.
+    extras: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, **args: Any) -> None:
         # An argument no option declares would be ignored without a word (``--task-args x.confidence=0.9`` on a
@@ -125,6 +128,11 @@ class Scorer(ABC):
         #: The task's request parameters, set when the task is resolved (a multiple-choice scorer needs the
         #: prompt structure and option orders again when it scores stored answers).
         self.task_params: dict[str, Any] = {}
+
+    def required_extras(self) -> tuple[str, ...]:
+        """The extras this scorer, as configured, needs: ``extras``, and those of what its arguments choose (the
+        free-generation scorer adds its answer classifier's)."""
+        return self.extras
 
     def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:  # noqa: B027 - optional hook
         """Called once per task before ``score``, with every instance and its response (None where absent).

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, TaskConfigError
+from harness.extras import require_extras
 from harness.files import same_file
 from harness.kinds.base import RequestKind
 from harness.registry import Registry
@@ -131,3 +132,12 @@ def resolve_tasks(
     if dupes:
         raise HarnessError(f"--tasks: task '{dupes[0]}' is given twice")
     return resolved
+
+
+def require_scorer_extras(tasks: list[ResolvedTask]) -> None:
+    """Refuse, in one line and before any data loads, a task whose scorer needs an extra that is not installed
+    (``harness.extras``): ``run``, ``import`` and ``score`` call it; ``validate`` does not, so a task file can be
+    checked on a light install."""
+    for task in tasks:
+        for scorer in task.scorers:
+            require_extras(scorer.required_extras(), f"scorer '{scorer.name}' of task '{task.name}'")

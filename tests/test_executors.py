@@ -4,13 +4,13 @@ models in one command on the local executor. The real-Ray tests are in ``test_ra
 from __future__ import annotations
 
 import json
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-import harness.executors.base as executor_base
 from harness.errors import HarnessError
 from harness.executors import ExecutorOptions
 from harness.executors.pool import answer_with_pool
@@ -53,12 +53,12 @@ def test_executor_flags_are_checked_before_data_loads(
 
 
 def test_ray_not_installed_is_one_line(cli: Callable[..., CliResult], monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(executor_base, "ray_installed", lambda: False)
+    monkeypatch.setitem(sys.modules, "ray", None)
     result = cli("run", "--tasks", "provo", "--model", "mock:a", "--executor", "ray", check=False)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        "error: --executor ray: Ray is not installed; install it with: pip install 'variability-harness[ray]' "
-        "(or pip install 'ray[default]')"
+        "error: --executor ray needs the 'ray' extra, which is not installed (no ray): "
+        "pip install 'variability-harness[ray]'"
     ]
 
 

@@ -4,11 +4,13 @@ leaderboard, another tool's files). Neither touches the run's own files."""
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
 from harness.cli.parsing import add_command
 from harness.errors import HarnessError
+from harness.extras import install_hint, missing_modules
 from harness.files import WriteError, ensure_output_dir
 from harness.run_dir import TaskSource, read_samples, task_sources
 
@@ -61,7 +63,16 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
 
     output = Path(args.output)
     ensure_output_dir(output, "-o")
-    board = build([Path(p) for p in args.results], output, allow_mixed=args.allow_mixed, plots=not args.no_plots)
+    draw = not args.no_plots
+    missing = missing_modules("plots") if draw else []
+    if missing:  # the JSON and the page need no matplotlib; the figures do, and are left out with a note
+        print(
+            f"note: no figures: the 'plots' extra is not installed (no {', '.join(missing)}): "
+            f"{install_hint('plots')} (--no-plots leaves them out without this note)",
+            file=sys.stderr,
+        )
+        draw = False
+    board = build([Path(p) for p in args.results], output, allow_mixed=args.allow_mixed, plots=draw)
     rows = sum(1 for s in board["systems"] if s["kind"] == "model")
     print(f"{rows} systems, {len(board['tasks'])} tasks ({', '.join(board['tasks'])})")
     for mixed in board["mixed"]:

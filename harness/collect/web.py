@@ -51,6 +51,7 @@ from harness.collect.guard import (
 from harness.collect.pages import admin_page, message_page, study_page
 from harness.collect.status import progress
 from harness.errors import HarnessError
+from harness.extras import require_extras
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
@@ -60,7 +61,6 @@ if TYPE_CHECKING:
 SESSION_COOKIE = "hc_session"
 ADMIN_COOKIE = "hc_admin"
 STATIC = Path(__file__).parent / "static"
-INSTALL_HINT = "harness collect serve needs the 'collect' extra: pip install -e '.[collect]' (starlette and uvicorn)"
 #: No script or style but the server's own files; no framing; forms and fetches only to the server itself.
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
@@ -77,11 +77,7 @@ SECURITY_HEADERS = {
 
 def require_extra() -> None:
     """Fail in one line when starlette or uvicorn is missing (the ``collect`` extra is optional)."""
-    try:
-        import starlette  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError:
-        raise HarnessError(INSTALL_HINT) from None
+    require_extras(("collect",), "harness collect serve")
 
 
 def create_app(flow: StudyFlow, admin_token: str) -> Starlette:

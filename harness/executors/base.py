@@ -7,27 +7,20 @@ executors; with the shared vocabulary here, below all of them, no executor impor
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import HarnessError
+from harness.extras import require_extras
 
 EXECUTORS = ("local", "ray")
-RAY_MISSING = (
-    "--executor ray: Ray is not installed; install it with: pip install 'variability-harness[ray]' "
-    "(or pip install 'ray[default]')"
-)
+#: Who needs the ``ray`` extra, in its one-line error (``harness.extras``).
+RAY_NEEDED_BY = "--executor ray"
 #: Seconds a pool waits for a worker to be placed (a Ray actor scheduled on a node with its CPUs and GPUs free)
 #: before it goes on without it, or stops with an error when no other worker is placed: long enough for a cluster's
 #: autoscaler to add a node, short enough that a run whose workers can never be placed (a lost node's GPUs, and no
 #: other free) does not wait forever.
 PLACEMENT_SECONDS = 600.0
-
-
-def ray_installed() -> bool:
-    """Whether ``import ray`` would work (checked before data loads; Ray itself is imported only when used)."""
-    return importlib.util.find_spec("ray") is not None
 
 
 @dataclass(frozen=True)
@@ -67,8 +60,8 @@ class ExecutorOptions:
             for flag, given in pool_only.items():
                 if given and self.workers is None:
                     raise HarnessError(f"{flag}: only used with --workers N or --executor ray")
-        if self.name == "ray" and not ray_installed():
-            raise HarnessError(RAY_MISSING)
+        if self.name == "ray":  # checked before data loads; Ray itself is imported only when used
+            require_extras(("ray",), RAY_NEEDED_BY)
         if self.workers is not None and self.workers < 1:
             raise HarnessError(f"--workers: expected a positive integer, got {self.workers}")
         if not self.cpus_per_worker > 0:

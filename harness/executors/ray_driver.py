@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, one_line
 from harness.executors.backend import WorkerDied
-from harness.executors.base import RAY_MISSING, Answered, ExecutorOptions
+from harness.executors.base import RAY_NEEDED_BY, Answered, ExecutorOptions
 from harness.executors.pool import answer_with_pool
 from harness.executors.worker import ModelWorker
+from harness.extras import require_extras
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter, ModelSpec
@@ -30,10 +31,9 @@ FORWARDED_SUFFIXES = ("_OFFLINE",)
 
 
 def import_ray() -> Any:
-    try:
-        import ray
-    except ImportError:
-        raise HarnessError(RAY_MISSING) from None
+    require_extras(("ray",), RAY_NEEDED_BY)
+    import ray
+
     return ray
 
 

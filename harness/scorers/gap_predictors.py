@@ -55,6 +55,7 @@ class GapPredictorsScorer(ClozeScorer):
     """ARD regression of the per-context model-vs-people TVD on the context's features (module docstring)."""
 
     name: ClassVar[str] = "gap_predictors"
+    extras: ClassVar[tuple[str, ...]] = ("probes",)
     headline: ClassVar[tuple[str, ...] | None] = ("gap_r2",)
     options: ClassVar[Options] = Options(
         Option("n_splits", positive_int, 10, "random human halves averaged in the target and in tvd_oracle"),

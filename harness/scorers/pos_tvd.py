@@ -58,6 +58,7 @@ class PosTvdScorer(ClozeScorer):
     """Model-vs-human TVD over the Universal POS tags of the next words, with its split-half control."""
 
     name: ClassVar[str] = "pos_tvd"
+    extras: ClassVar[tuple[str, ...]] = ("probes",)
     headline: ClassVar[tuple[str, ...] | None] = ("pos_tvd", "pos_tvd_human_halves")
     options: ClassVar[Options] = Options(
         Option("pipelines", package_list, spacy_docs.DEFAULT_PIPELINES["en"], "spaCy packages tried in order"),

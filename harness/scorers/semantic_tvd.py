@@ -96,6 +96,7 @@ class SemanticTvdScorer(ClozeScorer):
     """Model-vs-human TVD over k-means clusters of word embeddings, with its split-half control."""
 
     name: ClassVar[str] = "semantic_tvd"
+    extras: ClassVar[tuple[str, ...]] = ("probes",)
     headline: ClassVar[tuple[str, ...] | None] = ("semantic_tvd", "semantic_tvd_human_halves")
     options: ClassVar[Options] = Options(
         Option(

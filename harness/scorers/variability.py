@@ -170,6 +170,8 @@ class VariabilityScorer(ArgsScorer):
     """
 
     request_kinds: ClassVar[frozenset[str]] = frozenset({"generate"})
+    #: spaCy tokenises (lexical) and tags (syntactic); sentence-transformers embeds (semantic).
+    extras: ClassVar[tuple[str, ...]] = ("probes",)
     #: Prefix of metric names per probe measure (``pos_`` for syntactic n-grams), so scorers never clash.
     metric_prefix: ClassVar[str] = ""
     options: ClassVar[Options] = VARIABILITY_OPTIONS

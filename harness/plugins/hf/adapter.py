@@ -87,6 +87,7 @@ class HFAdapter(ModelAdapter):
     supported_requests: ClassVar[frozenset[str]] = frozenset(
         {"sample_words", "word_distribution", "generate", "loglikelihood", "next_token", "similarity"}
     )
+    extras: ClassVar[tuple[str, ...]] = ("hf",)
     options: ClassVar[Options] = Options(
         Option(
             "dtype",

@@ -186,6 +186,7 @@ class MatchThenSimilarityClassifier(AnswerClassifier):
     """
 
     name = "match_similarity"
+    extras: ClassVar[tuple[str, ...]] = ("probes",)  # sentence-transformers embeds answers and options
     options: ClassVar[Options] = Options(
         Option("model", model_id, DEFAULT_MODEL, "sentence-transformers model: alias, local path or hub id", "str"),
         Option("threshold", _threshold, DEFAULT_THRESHOLD, "cosine the most similar option needs", "-1 <= x <= 1"),

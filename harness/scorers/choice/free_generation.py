@@ -98,6 +98,9 @@ class FreeGenerationScorer(ChoiceScorer):
         self.classifier: AnswerClassifier = cls(**self.args["classifier_args"])
         self._classified: dict[str, dict[str, list[Classification]]] = {}
 
+    def required_extras(self) -> tuple[str, ...]:
+        return (*self.extras, *self.classifier.extras)
+
     def describe(self) -> dict[str, Any]:
         return {"classifier": {"name": self.args["classifier"], **self.classifier.describe()}}
 
