@@ -23,7 +23,9 @@ What each name is for:
   written by it), ``normalise_word`` (the ``exact`` rule) and ``PAPER_FAILURE``;
 - options: ``Option``, ``Options``, ``OptionError`` and the converters (one grammar for booleans and numbers);
 - errors: ``HarnessError`` (shown to the user as one line), ``TaskConfigError``, ``DataNotFoundError``,
-  ``ModelLoadError``.
+  ``ModelLoadError``;
+- extras (optional parts of the harness, ``docs/plugins.md``, "Optional dependencies"): ``require_extras`` and
+  ``MissingExtraError``, for a plugin that checks one itself.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from harness.classifiers import AnswerClassifier, Classification, ClassifyItem
 from harness.data import LoadedData, Loader, downloads_allowed, hash_files, takes_options
 from harness.data_sets import DataFile, DataSet
 from harness.errors import DataNotFoundError, HarnessError, ModelLoadError, TaskConfigError
+from harness.extras import MissingExtraError, require_extras
 from harness.hookspecs import (
     RegisterClassifier,
     RegisterLoader,
@@ -103,6 +106,7 @@ __all__ = [
     "GenerateResponse",
     "GenerationInstance",
     "HarnessError",
+    "MissingExtraError",
     "Instance",
     "LoadedData",
     "Loader",
@@ -164,4 +168,5 @@ __all__ = [
     "rule_word",
     "text",
     "takes_options",
+    "require_extras",
 ]
