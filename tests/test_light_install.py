@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -106,6 +107,35 @@ def test_the_light_core_runs_scores_exports_and_builds_a_leaderboard(light_site:
 
     assert "provo" in ok(light(light_site, "ls", "tasks"))
     assert ok(light(light_site, "validate", "asset-valid")).startswith("ok: asset-valid")
+
+
+def test_the_light_core_imports_outputs_and_checks_a_study(light_site: Path, tmp_path: Path) -> None:
+    data = require_provo()
+    outputs = "provo/reference_outputs/TVD/BLOOM/Generations"
+    if not (data / outputs).is_dir():
+        pytest.skip(f"{outputs} not found under {data}")
+    out = tmp_path / "imported"
+    ok(
+        light(
+            light_site,
+            "import",
+            outputs,
+            "--task",
+            "provo",
+            "--name",
+            "bloom",
+            "--data-dir",
+            str(data),
+            "--output-dir",
+            str(out),
+        )
+    )
+    results = json.loads((out / "replay__bloom" / "results.json").read_text())
+    assert results["n-samples"]["provo"]["effective"] == results["metrics"]["provo"]["tvd"]["n"] > 0
+
+    study = tmp_path / "study"
+    shutil.copytree(REPO / "examples" / "collect", study)
+    ok(light(light_site, "collect", "check", str(study / "sentence-completion.yaml")))
 
 
 def test_what_needs_a_missing_extra_names_it_in_one_line_before_any_work(light_site: Path, tmp_path: Path) -> None:
