@@ -106,6 +106,10 @@ def test_the_light_core_runs_scores_exports_and_builds_a_leaderboard(light_site:
     assert json.loads((tmp_path / "board" / "leaderboard.json").read_text())["tasks"]["provo"]
 
     assert "provo" in ok(light(light_site, "ls", "tasks"))
+    models = ok(light(light_site, "ls", "models", "--options")).splitlines()
+    hf = models.index("hf\tharness.plugins.builtin")
+    assert models[hf + 1].startswith("    (options not shown: model kind 'hf' needs the 'hf' extra, which is not")
+    assert "mock\tharness.plugins.builtin" in models
     assert ok(light(light_site, "validate", "asset-valid")).startswith("ok: asset-valid")
 
 

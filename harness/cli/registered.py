@@ -14,6 +14,7 @@ from typing import Any
 from harness.cli.parsing import add_command
 from harness.data import resolve_data_dir
 from harness.errors import HarnessError
+from harness.extras import MissingExtraError
 from harness.options import Options
 from harness.registry import Registry, get_registry
 from harness.task_config import TaskConfig
@@ -92,7 +93,11 @@ def cmd_ls(args: argparse.Namespace) -> int:
         where = f"\t{reg.obj}" if args.what == "tasks" else ""
         print(f"{name}\t{reg.plugin}{where}")
         if args.options:
-            for line in _options_of(registry, args.what, name).describe() or ["(no options)"]:
+            try:
+                lines = _options_of(registry, args.what, name).describe() or ["(no options)"]
+            except MissingExtraError as exc:  # listed all the same: a light install still shows what it lacks
+                lines = [f"(options not shown: {exc})"]
+            for line in lines:
                 print(f"    {line}")
     return 0
 
