@@ -86,8 +86,7 @@ class RowPrefix:
         #: Additive mask ``[rows, 1, 1, positions]``: 0 on a row's own context, -inf past it (padding included).
         self.mask = context_mask(lengths, carriers.max_positions)
         #: Additive mask ``[suffix_len]`` on the suffix scores, or None: a pass at fixed shapes
-        #: (:mod:`harness.plugins.hf.static_pass`) holds every row's suffix in a fixed number of slots, the later ones
-        #: empty.
+        #: (:mod:`~harness.plugins.hf.static_pass`) holds each row's suffix in fixed slots, the later ones empty.
         self.suffix_mask: torch.Tensor | None = None
 
     @classmethod
