@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Iterable
+from typing import NoReturn
 
 from harness.errors import HarnessError
 
@@ -84,7 +85,7 @@ def require_extras(extras: Iterable[str], needed_by: str) -> None:
             raise missing_extra_error(extra, needed_by, missing)
 
 
-def reraise_missing_module(exc: ModuleNotFoundError, needed_by: str) -> None:
+def reraise_missing_module(exc: ModuleNotFoundError, needed_by: str) -> NoReturn:
     """Turn an import that failed for a module an extra brings into :class:`MissingExtraError`; any other missing
     module into a one-line :class:`HarnessError` naming it. For code that imports a plugin's module lazily."""
     name = exc.name or ""
