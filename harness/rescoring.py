@@ -193,7 +193,15 @@ def rescore(
         groups.setdefault(json.dumps(source.run_config, sort_keys=True, default=str), []).append(source)
     run_dir = sources[0].results_path.parent
     out_dir = output_dir if output_dir is not None else run_dir / "rescored"
-    prepared = [_prepare_group(group, scorers, args, data_dir, registry) for group in groups.values()]
+    # Every task's scorers are built and checked (arguments, extras) before any task's data loads.
+    resolved = [
+        [_resolve(source.task, _task_config(source, scorers, args), registry) for source in group]
+        for group in groups.values()
+    ]
+    prepared = [
+        _prepare_group(group, tasks_of_group, args, data_dir, registry)
+        for group, tasks_of_group in zip(groups.values(), resolved, strict=True)
+    ]
     ensure_output_dir(out_dir, "--output-dir")
     with OutputLock(out_dir):
         for group, (task_runs, options, model_info, data_root) in zip(groups.values(), prepared, strict=True):
@@ -213,19 +221,18 @@ def _recorded_data_dir(recorded: Mapping[str, Any], given: str | None) -> Path:
 
 
 def _prepare_group(
-    group: list[TaskSource], scorers: str | None, args: dict[str, Any], data_dir: str | None, registry: Registry
+    group: list[TaskSource], tasks: list[ResolvedTask], args: dict[str, Any], data_dir: str | None, registry: Registry
 ) -> tuple[list[TaskRun], RunOptions, dict[str, Any], Path]:
-    """The tasks of one invocation, ready to score: data loaded and checked, saved responses read."""
+    """The tasks of one invocation (``tasks``: each source's, resolved), ready to score: data loaded and checked,
+    saved responses read."""
     results = group[0].results
     recorded = group[0].run_config
     human_only = bool(recorded.get("human_only"))
     limit = recorded.get("limit")
     data_root = _recorded_data_dir(recorded, data_dir)
     task_runs: list[TaskRun] = []
-    for source in group:
+    for source, resolved in zip(group, tasks, strict=True):
         task = source.task
-        config = _task_config(source, scorers, args)
-        resolved = _resolve(task, config, registry)
         # A partial import scored only the instances it had outputs for: the same ones again.
         missing = (results.get("data_sources", {}).get(task) or {}).get("missing") or {}
         data = load_task_data(resolved, registry, data_root, limit, uncovered=missing.get("ids") or ())
