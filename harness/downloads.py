@@ -176,7 +176,10 @@ def fetch_to_temp(
     directly; :func:`fetch_atomic` is the one-file case.
     """
     deadline.check()
-    fd, name = tempfile.mkstemp(prefix=prefix, suffix=".part", dir=folder)
+    try:
+        fd, name = tempfile.mkstemp(prefix=prefix, suffix=".part", dir=folder)
+    except OSError as exc:  # a folder that cannot be written: said once, naming it, not as a transfer error
+        raise OSError(exc.errno, exc.strerror, str(folder)) from None
     tmp = Path(name)
     try:
         with os.fdopen(fd, "wb") as out, opener(url, timeout) as response:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -141,3 +142,30 @@ def require_scorer_extras(tasks: list[ResolvedTask]) -> None:
     for task in tasks:
         for scorer in task.scorers:
             require_extras(scorer.required_extras(), f"scorer '{scorer.name}' of task '{task.name}'")
+
+
+@contextlib.contextmanager
+def naming_task_file(config: TaskConfig, loader: object = None) -> Iterator[None]:
+    """Every ``HarnessError`` raised inside (a loader reading the task's data) names the task file first, so that a
+    data error says which task file's mapping read it: ``error: my-task.yaml: data/norms.csv: line 3: ...``.
+
+    Only for loaders of users' own data (those that declare ``check_data``, the generic loaders), whose data and
+    mapping the task file describes; ``loader`` None means such a loader. A built-in loader's errors already name its
+    data set. The error keeps its type where it can; a message that already starts with the file is left as it is."""
+    try:
+        yield
+    except HarnessError as exc:
+        file = config.source_file
+        message = str(exc)
+        if not file or message.startswith(f"{file}:"):
+            raise
+        if loader is not None and getattr(loader, "check_data", None) is None:
+            raise
+        prefixed = f"{file}: {message}"
+        try:
+            renamed = type(exc)(prefixed)
+        except TypeError:  # an error type whose constructor takes more than a message
+            renamed = HarnessError(prefixed)
+        if str(renamed) != prefixed:
+            renamed = HarnessError(prefixed)
+        raise renamed from exc.__cause__

@@ -60,7 +60,8 @@ def test_long_format_groups_rows_by_key_and_merges_what_the_word_rule_merges(tmp
     # "mat" 3 + "Mat." 1 are one word; "?" is no answer (dropped, counted); rows of item 2 in between are fine.
     assert first.human_counts == {"mat": 4, "floor": 2}
     assert list(first.human_counts) == ["mat", "floor"]
-    assert first.meta == {"item": 1, "n_human_raw": 6, "n_human_dropped": 0, "n_human_missing": 1, "n_unique_raw": 3}
+    # CSV cells are text as written: the item column's 1 is "1".
+    assert first.meta == {"item": "1", "n_human_raw": 6, "n_human_dropped": 0, "n_human_missing": 1, "n_unique_raw": 3}
     # "NA" is a word someone may type: only the task's no_answer list makes a response no answer.
     assert second.human_counts == {"tea": 4, "na": 1}
     assert data.source["files"] == [str(tmp_path / "cloze.csv")]
@@ -288,8 +289,12 @@ def test_every_bad_row_is_one_line_naming_the_file_row_and_field(tmp_path: Path)
         load("generic_cloze", options, tmp_path)
     lines = str(err.value).splitlines()
     assert lines[0] == "loader 'generic_cloze': 2 bad rows:"
-    assert lines[1] == f"{path}: row 2: field 'human.counts': expected a count (a whole number >= 0), got 'two'"
-    assert lines[2] == f"{path}: row 3: field 'human.counts': expected a count (a whole number >= 0), got '1.5'"
+    assert lines[1] == (
+        f"{path}: row 2: field 'human.counts' (column 'n'): expected a count (a whole number >= 0), got 'two'"
+    )
+    assert lines[2] == (
+        f"{path}: row 3: field 'human.counts' (column 'n'): expected a count (a whole number >= 0), got '1.5'"
+    )
 
 
 def test_a_missing_column_and_a_misspelt_template_name_are_named(tmp_path: Path) -> None:
@@ -297,7 +302,8 @@ def test_a_missing_column_and_a_misspelt_template_name_are_named(tmp_path: Path)
     human = {"shape": "list", "responses": "g"}
     with pytest.raises(
         HarnessError,
-        match=re.escape(f"loader 'generic_cloze': 1 bad rows:\n{path}: row 1: field 'context': no column 'context' ")
+        # One bad row is one line.
+        match=re.escape(f"loader 'generic_cloze': {path}: row 1: field 'context': no column 'context' ")
         + r"\(columns: id, ctx, g\)$",
     ):
         load("generic_cloze", {"files": "m.jsonl", "context": "context", "human": human}, tmp_path)

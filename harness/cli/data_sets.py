@@ -177,12 +177,25 @@ def _fetch(chosen: list[DataSet], root: Path, force: bool, *, explicit: bool) ->
             continue
         try:
             print(fetch(ds, root, force=force).line())
+        except OSError as exc:  # a folder that cannot be made or written: every other data set would fail the same way
+            raise HarnessError(unwritable(exc, root)) from None
         except FetchError as exc:
             if exc.unreachable:  # every other download would fail the same way: one line, not one per data set
                 raise HarnessError(f"{exc} (no network?)") from None
             print(f"error: {exc}", file=sys.stderr)
             failed += 1
     return 2 if failed else 0
+
+
+def unwritable(exc: OSError, root: Path) -> str:
+    """A folder the download cannot write into, in one line naming it (and the data root it is under)."""
+    folder = Path(exc.filename) if exc.filename else root
+    why = exc.strerror or type(exc).__name__
+    under = "" if folder == root else f" (under the data root {root})"
+    return (
+        f"cannot write into {folder}{under}: {why}; nothing was fetched (choose a data root you can write: "
+        "--data-dir DIR or HARNESS_DATA_DIR=DIR)"
+    )
 
 
 def _verify(chosen: list[DataSet], root: Path, *, explicit: bool) -> int:

@@ -18,7 +18,7 @@ from harness.extras import MissingExtraError
 from harness.options import Options
 from harness.registry import Registry, get_registry
 from harness.task_config import TaskConfig
-from harness.task_loading import check_against_registry, check_registered_name, registered_or_path
+from harness.task_loading import check_against_registry, check_registered_name, naming_task_file, registered_or_path
 from harness.task_validation import load_task_file
 
 LISTABLE = ("tasks", "scorers", "models", "loaders", "classifiers", "kinds")
@@ -128,7 +128,8 @@ def _check_data(config: TaskConfig, registry: Registry, data_dir: str | None) ->
     if check is None:
         return ""
     root, _ = resolve_data_dir(data_dir)
-    return f"; data: {check(config.data, root)}"
+    with naming_task_file(config):
+        return f"; data: {check(config.data, root)}"
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:

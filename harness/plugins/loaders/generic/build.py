@@ -17,15 +17,9 @@ from harness.options import Option, Options, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, is_template
 from harness.plugins.loaders.generic.human import HumanSpec, Productions, human_option, read_row
 from harness.plugins.loaders.generic.normalise import Normaliser, build_normaliser, normaliser_option
-from harness.plugins.loaders.generic.table import SOURCE_OPTIONS, Table, read_table
+from harness.plugins.loaders.generic.table import SOURCE_OPTIONS, Table, bad_rows, key_text, read_table
 
-#: Bad rows listed in one error (the count says how many more there were).
-MAX_REPORTED = 20
 T = TypeVar("T")
-
-
-class BadRowsError(HarnessError):
-    """Rows the mapping could not read: one line each, after a line saying how many."""
 
 
 def _group_by(value: Any) -> Field | tuple[str, ...]:
@@ -98,39 +92,79 @@ class Group:
         return value
 
     def productions(self, spec: HumanSpec) -> Productions:
+        """The human productions of every row; every bad row of the group is reported, not only the first."""
         found = Productions()
+        problems: list[str] = []
         for index in self.rows:
-            read_row(spec, self.table.rows[index], self.table.where(index), found)
+            try:
+                read_row(spec, self.table.rows[index], self.table.where(index), found)
+            except RowError as exc:
+                problems.append(str(exc))
+        if problems:
+            raise GroupErrors(problems)
         return found
 
 
+class GroupErrors(RowError):
+    """Several rows of one instance are bad: each is listed (``build_all``)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("\n".join(problems))
+        self.problems = problems
+
+
 def groups(table: Table, group_by: Field | tuple[str, ...] | None) -> list[Group]:
-    """Rows grouped by key in first-seen order (a long file need not be sorted), or one group per row."""
+    """Rows grouped by key in first-seen order (a long file need not be sorted), or one group per row.
+
+    Keys are compared as read: CSV cells as written (``01`` and ``1`` are two keys); JSON values with their types
+    (``1`` and ``"1"`` are two keys, and as default ids both are ``1``, which ``build_all`` refuses as a duplicate
+    instead of merging them)."""
     if group_by is None:
         return [Group(table, (i,), str(table.origins[i][1])) for i in range(len(table.rows))]
-    keyed: dict[str, list[int]] = {}
+    keyed: dict[tuple[Any, ...], list[int]] = {}
+    names: dict[tuple[Any, ...], str] = {}
     for index, row in enumerate(table.rows):
         where = table.where(index)
         if isinstance(group_by, Field):
-            key = str(group_by.value(row, where))
+            values: tuple[Any, ...] = (group_by.value(row, where),)
         else:
             missing = [c for c in group_by if c not in row]
             if missing:
                 raise RowError(
                     f"{where}: field 'group_by': no column {missing[0]!r} (columns: {', '.join(map(str, row))})"
                 )
-            key = "-".join(str(row[c]) for c in group_by)
+            values = tuple(row[c] for c in group_by)
+        key = tuple((type(v).__name__, key_text(v)) for v in values)
         keyed.setdefault(key, []).append(index)
-    return [Group(table, tuple(rows), key) for key, rows in keyed.items()]
+        names.setdefault(key, "-".join(str(v) for v in values))
+    return [Group(table, tuple(rows), names[key]) for key, rows in keyed.items()]
 
 
 def instance_id(id_field: Field | None, group: Group) -> str:
+    """The instance's id as written (``01`` stays ``01``; a JSON number is its digits)."""
     if id_field is None:
         return group.key
     value = group.same(id_field)
     if value is None or (isinstance(value, str) and not value.strip()):
         raise RowError(f"{group.where}: field 'id': empty")
+    if isinstance(value, (list, tuple, dict)):
+        raise RowError(f"{group.where}: field 'id': expected text or a number, got {shorten_repr(value)}")
     return str(value)
+
+
+def whole_number(value: Any, where: str, name: str, what: str = "a whole number") -> int:
+    """A field that needs a whole number (``target_index``, ``item_id``): a number, or text that is one (CSV cells
+    are text); anything else is one line naming the file, row and field."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise RowError(f"{where}: field '{name}': expected {what}, got {shorten_repr(value)}")
 
 
 def meta_of(meta: dict[str, Field] | None, group: Group) -> dict[str, Any]:
@@ -158,6 +192,9 @@ def build_all(items: list[Group], build: Callable[[Group], T], loader: str) -> l
     for group in items:
         try:
             instance = build(group)
+        except GroupErrors as exc:
+            problems.extend(exc.problems)
+            continue
         except RowError as exc:
             problems.append(str(exc))
             continue
@@ -171,9 +208,7 @@ def build_all(items: list[Group], build: Callable[[Group], T], loader: str) -> l
             seen[ident] = group.where
         built.append(instance)
     if problems:
-        shown = problems[:MAX_REPORTED]
-        more = f" (the first {MAX_REPORTED} follow)" if len(problems) > MAX_REPORTED else ""
-        raise BadRowsError(f"loader '{loader}': {len(problems)} bad rows{more}:\n" + "\n".join(shown))
+        raise bad_rows(problems, f"loader '{loader}'")
     return built
 
 

@@ -28,9 +28,10 @@ from harness.plugins.loaders.generic.build import (
     instance_id,
     meta_of,
     text,
+    whole_number,
 )
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, list_field, text_or_template
-from harness.plugins.loaders.generic.human import Productions, option_counts, people, recover_counts
+from harness.plugins.loaders.generic.human import Productions, option_counts, people, recover_counts, weights_label
 from harness.plugins.loaders.generic.normalise import Normaliser
 
 LOADER = "generic_choice"
@@ -123,12 +124,10 @@ def choice_instance(group: Group, parsed: Mapping[str, Any], normaliser: Normali
             raise RowError(f"{where}: field 'target': empty")
     elif parsed["target_index"] is not None:
         raw = group.same(parsed["target_index"])
-        if isinstance(raw, bool) or not isinstance(raw, int) or not 0 <= raw < len(options):
-            raise RowError(
-                f"{where}: field 'target_index': expected an index from 0 to {len(options) - 1}, got "
-                f"{shorten_repr(raw)}"
-            )
-        target = raw
+        expected = f"an index from 0 to {len(options) - 1}"
+        target = whole_number(raw, where, "target_index", expected)
+        if not 0 <= target < len(options):
+            raise RowError(f"{where}: field 'target_index': expected {expected}, got {shorten_repr(raw)}")
 
     counts, known, reason, missing = _choice_counts(group, parsed, option_index, len(options))
     tally.counted(known, reason)
@@ -139,10 +138,7 @@ def choice_instance(group: Group, parsed: Mapping[str, Any], normaliser: Normali
             raise RowError(f"{where}: field 'option_types': {len(types)} types for {len(options)} options")
     item_id = tally.next_number()
     if parsed["item_id"] is not None:
-        raw_id = group.same(parsed["item_id"])
-        if isinstance(raw_id, bool) or not isinstance(raw_id, int):
-            raise RowError(f"{where}: field 'item_id': expected a whole number, got {shorten_repr(raw_id)}")
-        item_id = raw_id
+        item_id = whole_number(group.same(parsed["item_id"]), where, "item_id")
     meta = meta_of(parsed["meta"], group)
     if missing:
         meta["n_human_missing"] = missing
@@ -177,6 +173,7 @@ def _choice_counts(
             raise RowError(f"{where}: field 'human': {len(aligned)} numbers for {n_options} options")
         found.items = list(enumerate(aligned))
         found.n_people = people(spec, group.first(), where)
+        found.read_at(where, weights_label(spec))
         by_index = True
     else:
         found = group.productions(spec)

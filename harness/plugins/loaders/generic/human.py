@@ -13,6 +13,11 @@ Real data sets give the people's answers in one of these shapes (``human.shape``
 Proportions become counts only where the number of people is known (``n_people``) and every proportion times it
 is a whole number (within ``WHOLE_TOLERANCE``); otherwise the instance keeps the proportions and says that its
 counts are unknown (``counts_known: false``), so that no metric that draws individual people invents them.
+
+Numbers that cannot be right are errors naming the file, the row and the column, never read as something else: a
+count that is not a whole number from 0 to ``MAX_COUNT``, a proportion outside 0..1, an instance's proportions
+summing to more than 1 beyond rounding (``SUM_TOLERANCE``) or giving more people than ``n_people``, and a number
+in a numbered family (``share_2``) whose answer (``answer_2``) is empty.
 """
 
 from __future__ import annotations
@@ -30,6 +35,10 @@ SHAPES = ("long", "list", "mapping", "parallel")
 #: How far from a whole number a proportion times the number of people may be and still be read as a count
 #: (proportions are usually printed with 2 to 6 decimals: 0.33 * 3 = 0.99).
 WHOLE_TOLERANCE = 0.05
+#: The largest count of people one response may have: more is not a count of people (a misread cell, an id).
+MAX_COUNT = 10**9
+#: How far above 1 one instance's proportions may sum and still be read as shares rounded when printed.
+SUM_TOLERANCE = 0.02
 
 
 @dataclass(frozen=True)
@@ -66,8 +75,8 @@ def _column_template_or_family(name: str) -> Any:
 
 def _people(value: Any) -> Field | int:
     if isinstance(value, int) and not isinstance(value, bool):
-        if value < 1:
-            raise ValueError(f"expected a positive number of people, got {value}")
+        if not 1 <= value <= MAX_COUNT:
+            raise ValueError(f"expected a number of people from 1 to {MAX_COUNT}, got {shorten_repr(value)}")
         return value
     return column_or_template("human.n_people", native=True)(value)
 
@@ -123,14 +132,23 @@ class Productions:
     items: list[tuple[Any, float]] = field(default_factory=list)
     proportions: bool = False
     n_people: int | None = None
+    #: Where the numbers were read (the instance's first row) and from which field or columns, for messages.
+    where: str = ""
+    label: str = ""
 
     def add(self, response: Any, weight: float) -> None:
         self.items.append((response, weight))
+
+    def read_at(self, where: str, label: str) -> None:
+        """Record where the numbers come from (the first row read wins)."""
+        if not self.where:
+            self.where, self.label = where, label
 
 
 def read_row(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Productions) -> None:
     """Add one row's productions to ``into`` (a long-format group calls this once per row)."""
     into.proportions = spec.uses_proportions()
+    into.read_at(where, weights_label(spec))
     n = people(spec, row, where)
     if n is not None:
         if into.n_people is not None and n != into.n_people:
@@ -143,7 +161,7 @@ def read_row(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Producti
         response = spec.responses.value(row, where)
         weights = spec.weights()
         assert not isinstance(weights, str)  # human_option keeps numbered families to shape parallel
-        weight = 1.0 if weights is None else _number(weights.value(row, where), where, weights.name, into.proportions)
+        weight = 1.0 if weights is None else _number(weights.value(row, where), where, label(weights), into.proportions)
         into.add(_text_or_none(response), weight)
     elif spec.shape == "list":
         assert isinstance(spec.responses, Field)
@@ -161,7 +179,8 @@ def read_row(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Producti
             if number is None:  # a key other rows have (Arrow gives every row the union of keys)
                 continue
             into.add(
-                _text_or_none(response), _number(number, where, f"human.responses[{response!r}]", into.proportions)
+                _text_or_none(response),
+                _number(number, where, f"field 'human.responses[{response!r}]'", into.proportions),
             )
     else:
         _read_parallel(spec, row, where, into)
@@ -173,7 +192,7 @@ def people(spec: HumanSpec, row: Mapping[str, Any], where: str) -> int | None:
         return None
     if isinstance(spec.n_people, int):
         return spec.n_people
-    return _whole(spec.n_people.value(row, where), where, "human.n_people")
+    return _whole(spec.n_people.value(row, where), where, label(spec.n_people))
 
 
 def _read_parallel(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Productions) -> None:
@@ -202,7 +221,15 @@ def _read_parallel(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Pr
                 continue  # an unused slot of the family
             if _empty(number):
                 raise RowError(f"{where}: column {column!r}: empty, but its answer {shorten_repr(answer)} is not")
-            into.add(_text_or_none(answer), _number(number, where, column, into.proportions))
+            value = _number(number, where, f"column {column!r}", into.proportions)
+            if _empty(answer):
+                if value == 0:
+                    continue  # an unused slot whose number is written as 0
+                raise RowError(
+                    f"{where}: column {answers_by[k]!r}: empty, but its number {column!r} is {shorten_repr(number)} "
+                    "(a number needs its answer; an empty answer is not 'no answer' here)"
+                )
+            into.add(_text_or_none(answer), value)
         return
     assert isinstance(weights, Field) and isinstance(spec.responses, Field)
     numbers = _sequence(weights.value(row, where), where, name)
@@ -214,7 +241,7 @@ def _read_parallel(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Pr
     for k, (answer, number) in enumerate(zip(answers, numbers, strict=True)):
         if _empty(answer) and _empty(number):
             continue
-        into.add(_text_or_none(answer), _number(number, where, f"{name}[{k}]", into.proportions))
+        into.add(_text_or_none(answer), _number(number, where, f"field '{name}[{k}]'", into.proportions))
 
 
 def option_counts(spec: HumanSpec, row: Mapping[str, Any], where: str) -> list[float] | None:
@@ -228,15 +255,29 @@ def option_counts(spec: HumanSpec, row: Mapping[str, Any], where: str) -> list[f
         columns = family_columns(weights, list(row))
         if not columns:
             raise RowError(f"{where}: field '{_name(weights)}': no column matches {weights!r}")
-        return [_number(row[c], where, c, proportions) for c in columns.values() if not _empty(row[c])]
+        return [_number(row[c], where, f"column {c!r}", proportions) for c in columns.values() if not _empty(row[c])]
     return [
-        _number(n, where, f"{_name(weights)}[{k}]", proportions)
+        _number(n, where, f"field '{_name(weights)}[{k}]'", proportions)
         for k, n in enumerate(_sequence(weights.value(row, where), where, _name(weights)))
     ]
 
 
 def _name(source: Field | str) -> str:
     return source.name if isinstance(source, Field) else source
+
+
+def label(source: Field) -> str:
+    """A field as messages name it: ``field 'human.counts' (column 'n')`` when it is a column."""
+    column = f" (column {source.column!r})" if source.column is not None and source.column != source.name else ""
+    return f"field '{source.name}'{column}"
+
+
+def weights_label(spec: HumanSpec) -> str:
+    """Where an instance's numbers come from, for messages about them all (their sum)."""
+    weights = spec.weights()
+    if weights is None:
+        return label(spec.responses) if isinstance(spec.responses, Field) else "field 'human.responses'"
+    return f"columns {weights!r}" if isinstance(weights, str) else label(weights)
 
 
 def _sequence(value: Any, where: str, name: str) -> list[Any]:
@@ -254,43 +295,48 @@ def _empty(value: Any) -> bool:
 
 
 def _text_or_none(value: Any) -> Any:
-    """A response as read: text stays text, numbers (option numbers) become their text, empty becomes ``""``."""
+    """A response as read: text stays text, exactly as written (``007``, ``3.50``); a JSON number becomes its text
+    (``1``, ``1.0``), as an option key written in the task file does; empty becomes ``""``."""
     if _empty(value):
         return ""
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
     return value if isinstance(value, str) else str(value)
 
 
 def _number(value: Any, where: str, name: str, proportion: bool) -> float:
-    """A count (a whole number >= 0) or a proportion (0 <= p <= 1); numbers written as text are read too."""
+    """A count (a whole number from 0 to ``MAX_COUNT``) or a proportion (0 <= p <= 1); numbers written as text (a
+    CSV cell) are read too. ``name`` is how the message names the source: ``field 'x' (column 'n')``."""
     what = "a proportion between 0 and 1" if proportion else "a count (a whole number >= 0)"
     number: float
     if isinstance(value, bool):
-        raise RowError(f"{where}: field '{name}': expected {what}, got {value!r}")
+        raise RowError(f"{where}: {name}: expected {what}, got {value!r}")
     if isinstance(value, (int, float)):
         number = float(value)
     elif isinstance(value, str):
         try:
             number = float(value.strip())
         except ValueError:
-            raise RowError(f"{where}: field '{name}': expected {what}, got {shorten_repr(value)}") from None
+            raise RowError(f"{where}: {name}: expected {what}, got {shorten_repr(value)}") from None
     else:
-        raise RowError(f"{where}: field '{name}': expected {what}, got {shorten_repr(value)}")
+        raise RowError(f"{where}: {name}: expected {what}, got {shorten_repr(value)}")
     if (
         not math.isfinite(number)
         or number < 0
         or (proportion and number > 1 + 1e-9)
         or (not proportion and not number.is_integer())
     ):
-        raise RowError(f"{where}: field '{name}': expected {what}, got {shorten_repr(value)}")
+        raise RowError(f"{where}: {name}: expected {what}, got {shorten_repr(value)}")
+    if not proportion and number > MAX_COUNT:
+        raise RowError(
+            f"{where}: {name}: {shorten_repr(value)} is more than {MAX_COUNT:,} people, not a count of people "
+            "(counts above that are refused)"
+        )
     return number
 
 
 def _whole(value: Any, where: str, name: str) -> int:
     number = _number(value, where, name, proportion=False)
     if number < 1:
-        raise RowError(f"{where}: field '{name}': expected a positive number of people, got {shorten_repr(value)}")
+        raise RowError(f"{where}: {name}: expected a positive number of people, got {shorten_repr(value)}")
     return int(number)
 
 
@@ -312,11 +358,23 @@ def recover_counts(found: Productions) -> Counted:
     total = sum(w for _, w in items)
     if total <= 0:
         return Counted(items, False, "every proportion is 0")
+    if total > 1 + SUM_TOLERANCE:
+        shown = " + ".join(f"{w:g}" for _, w in items[:6]) + (" + ..." if len(items) > 6 else "")
+        raise RowError(
+            f"{found.where}: {found.label}: the instance's proportions sum to {total:g} ({shown}), more than 1: not "
+            "shares of one group of people"
+        )
     shares = [(r, w / total) for r, w in items]
     n_people = found.n_people
     if n_people is None:
         return Counted(shares, False, "proportions without the number of people")
     scaled = [(r, w * n_people) for r, w in items]
     if all(abs(v - round(v)) <= WHOLE_TOLERANCE for _, v in scaled):
-        return Counted([(r, float(round(v))) for r, v in scaled], True)
+        counts = [(r, float(round(v))) for r, v in scaled]
+        people = sum(c for _, c in counts)
+        if people > n_people:
+            raise RowError(
+                f"{found.where}: {found.label}: the proportions give {people:g} people, more than n_people ({n_people})"
+            )
+        return Counted(counts, True)
     return Counted(shares, False, f"proportions times the number of people ({n_people}) are not whole numbers")

@@ -1,40 +1,77 @@
-"""The rows of a generic task's data: local files or a Hugging Face hub data set, read through ``datasets``.
+"""The rows of a generic task's data: local files or a Hugging Face hub data set.
 
-Why ``datasets``: it is the field's reader for these formats (JSON Lines, JSON, CSV/TSV, Parquet, hub data sets),
-with its own cache, so a large file is parsed once and a hub data set downloaded once. Two things are added on top:
+CSV and TSV files are read here, with Python's ``csv`` module; JSON Lines, JSON and Parquet files and hub data sets
+through ``datasets`` (the field's reader for them, with its own cache, so a large file is parsed once and a hub
+data set downloaded once). Three things are added on top:
 
 * every row keeps where it came from (``FILE: row N``, rows counted from 1, a CSV's header not counted), so that a
   bad value is one line naming the file, the row and the column;
+* every file that cannot be read is one line naming the file, the line or row where known, and the real cause
+  (not UTF-8, UTF-16, an extra field, a broken JSON row, not a Parquet file, empty, a header without rows), never
+  the reader's own log lines or its generic "An error occurred while generating the dataset";
 * the data's identity: a hash of the bytes of every local file read, or the hub data set's name, configuration,
   split, revision and ``datasets`` fingerprint, recorded in the results so that changed data never reuses stored
   responses.
 
-CSV and TSV cells are read as written: only an empty cell is empty (``NA``, ``null`` and ``None`` are words a
-participant may have typed), and a column's type is inferred by pandas (numbers stay numbers, so templates can do
-arithmetic on them). ``join`` adds the columns of a second table to every row by a key column (a responses table
-beside a passages table), and ``filter`` keeps the rows for which a template is true.
+Why CSV cells are text, exactly as written: a type inferred from a column's cells changes what people wrote
+(ratings ``1.0``..``5.0`` become ``1``..``5``, an answer ``007`` becomes ``7``, the ids ``01`` and ``1`` become
+one), and then option keys, targets and ids written as the file writes them no longer match. Only an empty cell
+is empty (``NA``, ``null`` and ``None`` are words a participant may have typed). A field that needs a number
+(counts, proportions, ``n_people``, ``target_index``) converts the text where it is used, naming the file, row and
+column when it is not a number; the ``columns`` option declares a column's type for every use (templates that do
+arithmetic). JSON and Parquet values keep their types.
+
+``join`` adds the columns of a second table to every row by a key column (a responses table beside a passages
+table), and ``filter`` keeps the rows for which a template is true.
 """
 
 from __future__ import annotations
 
 import contextlib
+import csv
 import glob
 import hashlib
+import io
 import json
 import logging
+import math
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.data import downloads_allowed, hash_files
-from harness.errors import DataNotFoundError, HarnessError, one_line, shorten_repr
+from harness.errors import DataNotFoundError, HarnessError, one_line, shorten, shorten_repr
 from harness.options import Option, Options, one_of, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template
 
 FORMATS = ("auto", "csv", "tsv", "json", "jsonl", "parquet")
 _BY_SUFFIX = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet"}
-_BUILDER = {"csv": "csv", "tsv": "csv", "json": "json", "jsonl": "json", "parquet": "parquet"}
+_BUILDER = {"json": "json", "jsonl": "json", "parquet": "parquet"}
+#: The types the ``columns`` option can declare.
+COLUMN_TYPES = ("text", "int", "float")
+#: Bad rows (or cells) listed in one error (the count says how many more there were).
+MAX_REPORTED = 20
+#: Byte-order marks of encodings that are not UTF-8, longest first (UTF-32 LE starts with UTF-16 LE's mark).
+_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+_PARQUET_MAGIC = b"PAR1"
+
+
+class BadRowsError(HarnessError):
+    """Rows the mapping could not read: one line each, after a line saying how many."""
+
+
+def bad_rows(problems: list[str], what: str) -> BadRowsError:
+    """One error listing ``problems`` (up to ``MAX_REPORTED``; one problem is one line)."""
+    if len(problems) == 1:
+        return BadRowsError(f"{what}: {problems[0]}")
+    more = f" (the first {MAX_REPORTED} follow)" if len(problems) > MAX_REPORTED else ""
+    return BadRowsError(f"{what}: {len(problems)} bad rows{more}:\n" + "\n".join(problems[:MAX_REPORTED]))
 
 
 @dataclass(frozen=True)
@@ -126,6 +163,22 @@ def _join(value: Any) -> JoinSpec:
 
 _join.type_name = "{files, key, format}"  # type: ignore[attr-defined]
 
+
+def _column_types(value: Any) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not value:
+        raise ValueError(
+            f"expected a mapping of column to type ({' | '.join(COLUMN_TYPES)}), got {shorten_repr(value)}"
+        )
+    for column, kind in value.items():
+        if not isinstance(column, str) or not column:
+            raise ValueError(f"expected column names as keys, got {shorten_repr(column)}")
+        if kind not in COLUMN_TYPES:
+            raise ValueError(f"column {column!r}: expected one of {', '.join(COLUMN_TYPES)}, got {shorten_repr(kind)}")
+    return dict(value)
+
+
+_column_types.type_name = "{column: text | int | float}"  # type: ignore[attr-defined]
+
 #: Where the rows come from: the options every generic loader shares.
 SOURCE_OPTIONS = Options(
     Option("files", optional(_paths), None, "data files: paths under the data root (or absolute), globs allowed"),
@@ -133,6 +186,7 @@ SOURCE_OPTIONS = Options(
     Option("json_field", optional(str), None, "JSON files: the key whose value is the list of records", "str"),
     Option("hub", optional(_hub), None, "a Hugging Face hub data set instead of files"),
     Option("join", optional(_join), None, "add the columns of another table by a key column"),
+    Option("columns", optional(_column_types), None, "a column's type: text (as CSV cells are read), int or float"),
     Option("filter", optional(column_or_template("filter", native=True)), None, "keep rows for which this is true"),
 )
 
@@ -156,6 +210,9 @@ def read_table(options: Mapping[str, Any], data_dir: Path, loader: str, *, max_r
     join: JoinSpec | None = parsed["join"]
     if join is not None:
         _apply_join(table, join, data_dir)
+    types: dict[str, str] | None = parsed["columns"]
+    if types is not None:
+        _apply_types(table, types, loader)
     keep: Field | None = parsed["filter"]
     if keep is not None:
         _apply_filter(table, keep)
@@ -202,7 +259,7 @@ def _read_files(paths: list[Path], fmt: str, json_field: str | None, max_rows: i
     for path in paths:
         chosen = file_format(path, fmt)
         formats.append(chosen)
-        for number, row in enumerate(_file_rows(path, chosen, json_field), start=1):
+        for number, row in enumerate(file_rows(path, chosen, json_field, max_rows), start=1):
             if max_rows is not None and number > max_rows:
                 break
             rows.append(row)
@@ -211,11 +268,127 @@ def _read_files(paths: list[Path], fmt: str, json_field: str | None, max_rows: i
     return Table(rows, origins, hash_files(paths), source)
 
 
-def _file_rows(path: Path, fmt: str, json_field: str | None) -> list[dict[str, Any]]:
-    """One file's rows through ``datasets`` (one file at a time, so each row's file is known)."""
-    kwargs: dict[str, Any] = {}
+def file_rows(path: Path, fmt: str, json_field: str | None = None, max_rows: int | None = None) -> list[dict[str, Any]]:
+    """One file's rows (CSV and TSV cells as text, exactly as written); a file that cannot be read is one line
+    naming it, the line or row where known, and the cause."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot read it ({exc.strerror or type(exc).__name__})") from None
+    if not data.strip():
+        raise HarnessError(f"{path}: empty file ({'0 bytes' if not data else 'only white space'}), no rows")
+    if fmt == "parquet":
+        _check_parquet(path, data)
+    else:
+        for mark, encoding in _BOMS:
+            if data.startswith(mark):
+                raise HarnessError(
+                    f"{path}: {encoding} text (it starts with the {encoding} byte order mark "
+                    f"{mark.hex(' ').upper()}), not UTF-8; save it as UTF-8"
+                )
     if fmt in ("csv", "tsv"):
-        kwargs = {"sep": "\t" if fmt == "tsv" else ",", "keep_default_na": False, "na_filter": False}
+        rows = _csv_rows(path, _utf8(path, data), "\t" if fmt == "tsv" else ",", fmt, max_rows)
+    else:
+        if fmt in ("json", "jsonl"):
+            _utf8(path, data)
+        rows = _datasets_rows(path, data, fmt, json_field)
+    if not rows:
+        raise HarnessError(f"{path}: no rows ({_why_no_rows(fmt, json_field)})")
+    return rows
+
+
+def _why_no_rows(fmt: str, json_field: str | None) -> str:
+    if fmt == "json" and json_field:
+        return f"the list under data option 'json_field' ({json_field!r}) is empty"
+    return {"json": "an empty list of records", "jsonl": "no records", "parquet": "a table of 0 rows"}.get(
+        fmt, "nothing to read"
+    )
+
+
+def _utf8(path: Path, data: bytes) -> str:
+    """``data`` as UTF-8 text (a UTF-8 byte-order mark dropped); anything else is one line saying what it is."""
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise HarnessError(
+            f"{path}: line {line}: not UTF-8 (byte 0x{data[exc.start]:02x} at byte offset {exc.start}; Latin-1 or "
+            "Windows-1252?); save it as UTF-8"
+        ) from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        line = data.count(b"\n", 0, nul) + 1
+        sample = data[:200]
+        utf16 = sample.count(b"\x00") * 3 >= len(sample)  # every other byte NUL: UTF-16 text without its mark
+        why = "UTF-16 text without a byte order mark?; save it as UTF-8" if utf16 else "a binary or damaged file?"
+        raise HarnessError(f"{path}: line {line}: NUL byte at byte offset {nul} ({why})")
+    return text
+
+
+def _check_parquet(path: Path, data: bytes) -> None:
+    if len(data) >= 12 and data.startswith(_PARQUET_MAGIC) and data.endswith(_PARQUET_MAGIC):
+        return
+    if not data.startswith(_PARQUET_MAGIC):
+        try:
+            start = data[:60].decode("utf-8")
+        except UnicodeDecodeError:
+            looks = ""
+        else:
+            looks = f"; it begins as text: {shorten_repr(start, 60)}" if start.isprintable() or "\n" in start else ""
+        raise HarnessError(f"{path}: not a Parquet file (no 'PAR1' at its start{looks}); set 'format' to what it is")
+    raise HarnessError(f"{path}: not a complete Parquet file (no 'PAR1' at its end: truncated?)")
+
+
+def _csv_rows(path: Path, text: str, sep: str, fmt: str, max_rows: int | None) -> list[dict[str, Any]]:
+    """The rows of a CSV or TSV file, every cell the text as written; the header is the first non-blank line."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    header: list[str] | None = None
+    rows: list[dict[str, Any]] = []
+    separator = "comma" if sep == "," else "tab"
+    line = 1
+    try:
+        for record in reader:
+            first, line = line, reader.line_num + 1
+            if not record:  # a blank line
+                continue
+            if header is None:
+                header = _header(path, record, first)
+                continue
+            if len(record) > len(header):
+                raise HarnessError(
+                    f"{path}: line {first}: {len(record)} fields, but the header has {len(header)} (an extra "
+                    f"{separator}, or a {separator} inside a field that is not in double quotes?)"
+                )
+            if len(record) < len(header):
+                record += [""] * (len(header) - len(record))  # missing cells at the end of a row are empty
+            rows.append(dict(zip(header, record, strict=True)))
+            if max_rows is not None and len(rows) >= max_rows:
+                break
+    except csv.Error as exc:
+        raise HarnessError(f"{path}: line {line}: not readable as {fmt.upper()} ({one_line(str(exc), 160)})") from None
+    if header is None:
+        raise HarnessError(f"{path}: empty file (no header), no rows")
+    if not rows:
+        raise HarnessError(f"{path}: header only, no rows (columns: {shorten(', '.join(header), 120)})")
+    return rows
+
+
+def _header(path: Path, record: list[str], line: int) -> list[str]:
+    names = [name if name else f"Unnamed: {i}" for i, name in enumerate(record)]  # pandas' name for a blank
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, start=1):
+        if name in seen:
+            raise HarnessError(
+                f"{path}: line {line} (the header): columns {seen[name]} and {i} are both named {shorten_repr(name)}"
+            )
+        seen[name] = i
+    return names
+
+
+def _datasets_rows(path: Path, data: bytes, fmt: str, json_field: str | None) -> list[dict[str, Any]]:
+    """One JSON, JSON Lines or Parquet file's rows through ``datasets`` (one file at a time, so each row's file is
+    known); what it cannot read is diagnosed here, so the message says what is wrong with the file."""
+    kwargs: dict[str, Any] = {}
     if fmt in ("json", "jsonl") and json_field:
         kwargs["field"] = json_field
     try:
@@ -223,9 +396,69 @@ def _file_rows(path: Path, fmt: str, json_field: str | None) -> list[dict[str, A
             dataset = datasets.load_dataset(_BUILDER[fmt], data_files=str(path), split="train", **kwargs)
             return list(dataset.to_list())
     except Exception as exc:  # datasets and pyarrow raise many types; each is the file's fault here
-        raise HarnessError(
-            f"{path}: cannot read it as {fmt}: {type(exc).__name__}: {one_line(str(exc), 200)}"
-        ) from None
+        problem = _json_problem(path, data, fmt, json_field) if fmt in ("json", "jsonl") else None
+        raise HarnessError(problem or f"{path}: cannot read it as {fmt}: {_cause(exc)}") from None
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost exception behind ``exc`` (``datasets`` wraps the reader's in ``DatasetGenerationError``)."""
+    seen: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in seen:
+        seen.append(current)
+        current = current.__cause__ or current.__context__
+    useful = [e for e in seen if type(e).__name__ != "DatasetGenerationError" and str(e).strip()] or seen
+    inner = useful[-1]
+    return f"{type(inner).__name__}: {one_line(str(inner), 200)}"
+
+
+def _json_problem(path: Path, data: bytes, fmt: str, json_field: str | None) -> str | None:
+    """What is wrong with a JSON or JSON Lines file, found by reading it with ``json``; None when nothing is."""
+    text = _utf8(path, data)
+    if fmt == "jsonl":
+        for number, line in enumerate(text.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
+                return f"{path}: line {number}: not valid JSON ({why}): {shorten(line.strip(), 60)}"
+            if not isinstance(record, dict):
+                return f"{path}: line {number}: expected a JSON object (one record a line), got {_json_type(record)}"
+        return None
+    try:
+        document = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        if isinstance(exc, RecursionError):
+            return f"{path}: not valid JSON (nested too deeply)"
+        return f"{path}: line {exc.lineno}, column {exc.colno}: not valid JSON ({exc.msg})"
+    if json_field:
+        if not isinstance(document, dict):
+            held = _json_type(document)
+            return f"{path}: data option 'json_field' ({json_field!r}): the file holds {held}, not an object"
+        if json_field not in document:
+            keys = shorten(", ".join(map(str, document)), 120) or "none"
+            return f"{path}: data option 'json_field': no key {json_field!r} in the file (its keys: {keys})"
+        document = document[json_field]
+        where = f"the value of data option 'json_field' ({json_field!r})"
+    else:
+        where = "the file"
+    if not isinstance(document, list):
+        hint = " (set 'json_field' to the key of the list of records)" if isinstance(document, dict) else ""
+        return f"{path}: {where} holds {_json_type(document)}, not a list of records{hint}"
+    for number, record in enumerate(document, start=1):
+        if not isinstance(record, dict):
+            return f"{path}: record {number}: expected a JSON object, got {_json_type(record)}"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return f"a {type(value).__name__} ({shorten_repr(value, 40)})"
 
 
 def _read_hub(hub: HubSpec, max_rows: int | None) -> Table:
@@ -237,24 +470,27 @@ def _read_hub(hub: HubSpec, max_rows: int | None) -> Table:
             fingerprint = str(getattr(dataset, "_fingerprint", ""))
     except Exception as exc:
         offline = "" if downloads_allowed() else " (downloads are off: HARNESS_OFFLINE is set)"
-        raise DataNotFoundError(
-            f"hub data set {hub.label()}: {type(exc).__name__}: {one_line(str(exc), 200)}{offline}"
-        ) from None
+        raise DataNotFoundError(f"hub data set {hub.label()}: {_cause(exc)}{offline}") from None
     identity = {"hub": hub.name, "config": hub.config, "split": hub.split, "revision": hub.revision}
     digest = hashlib.sha256(json.dumps({**identity, "fingerprint": fingerprint}, sort_keys=True).encode())
     source = {**identity, "fingerprint": fingerprint}
     label = f"hub {hub.name}" + (f" ({hub.config})" if hub.config else "") + f" {hub.split}"
+    if not rows:
+        raise HarnessError(f"hub data set {hub.label()}: no rows")
     return Table(rows, [(label, i) for i in range(1, len(rows) + 1)], "sha256:" + digest.hexdigest(), source)
 
 
 @contextlib.contextmanager
 def _quiet_datasets(offline: bool = False) -> Iterator[Any]:
-    """``datasets`` without its progress bars and info logging, and offline when the harness is."""
+    """``datasets`` without its progress bars and logging (its errors are reported here, once, as one line), and
+    offline when the harness is."""
     import datasets
     import huggingface_hub.constants as hub_constants
 
     datasets.disable_progress_bars()
-    logging.getLogger("datasets").setLevel(logging.ERROR)
+    logger = logging.getLogger("datasets")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL + 1)
     saved = (datasets.config.HF_HUB_OFFLINE, hub_constants.HF_HUB_OFFLINE)
     if offline:
         datasets.config.HF_HUB_OFFLINE = True
@@ -263,6 +499,7 @@ def _quiet_datasets(offline: bool = False) -> Iterator[Any]:
         yield datasets
     finally:
         datasets.config.HF_HUB_OFFLINE, hub_constants.HF_HUB_OFFLINE = saved
+        logger.setLevel(max(level, logging.ERROR))
 
 
 def _apply_join(table: Table, join: JoinSpec, data_dir: Path) -> None:
@@ -274,7 +511,7 @@ def _apply_join(table: Table, join: JoinSpec, data_dir: Path) -> None:
             raise HarnessError(
                 f"{other.where(index)}: data option 'join.key': no column {join.key!r} in the joined table"
             )
-        key = _key(row[join.key])
+        key = key_text(row[join.key])
         if key in by_key:
             raise HarnessError(
                 f"{other.where(index)}: column {join.key!r}: {shorten_repr(row[join.key])} also on "
@@ -284,10 +521,11 @@ def _apply_join(table: Table, join: JoinSpec, data_dir: Path) -> None:
     for index, row in enumerate(table.rows):
         if join.key not in row:
             raise HarnessError(f"{table.where(index)}: data option 'join.key': no column {join.key!r}")
-        match = by_key.get(_key(row[join.key]))
+        match = by_key.get(key_text(row[join.key]))
         if match is None:
             raise HarnessError(
-                f"{table.where(index)}: column {join.key!r}: {shorten_repr(row[join.key])} has no row in {paths[0]}"
+                f"{table.where(index)}: column {join.key!r}: {shorten_repr(row[join.key])} has no row in {paths[0]} "
+                "(keys are compared as written: 01 is not 1)"
             )
         for column, value in match[1].items():
             if column != join.key:
@@ -301,9 +539,70 @@ def _apply_join(table: Table, join: JoinSpec, data_dir: Path) -> None:
     table.source["join"] = {"files": [str(p) for p in paths], "key": join.key}
 
 
-def _key(value: Any) -> str:
-    """A join key as text, so that ``1`` in one table matches ``"1"`` in another (CSV and JSON disagree on types)."""
-    return str(value).strip()
+def key_text(value: Any) -> str:
+    """A key (a join key) as written: text exactly as it is, a JSON number by its digits (so a JSON ``1`` matches
+    a CSV ``1``, but not ``01``, ``1.0`` or `` 1``), ``true``, ``false`` and ``null`` as JSON writes them."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, sort_keys=True, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _apply_types(table: Table, types: dict[str, str], loader: str) -> None:
+    """The ``columns`` option: each named column converted in every row; an empty cell becomes null."""
+    problems: list[str] = []
+    for index, row in enumerate(table.rows):
+        for column, kind in types.items():
+            if column not in row:
+                names = shorten(", ".join(map(str, row)), 160)
+                raise HarnessError(
+                    f"{table.where(index)}: data option 'columns': no column {column!r} (columns: {names})"
+                )
+            try:
+                row[column] = convert(row[column], kind)
+            except ValueError as exc:
+                problems.append(f"{table.where(index)}: column {column!r} (declared {kind} in 'columns'): {exc}")
+    if problems:
+        raise bad_rows(problems, f"loader '{loader}'")
+
+
+def convert(value: Any, kind: str) -> Any:
+    """``value`` as ``kind`` (``text``, ``int`` or ``float``); empty text and null are null. ``ValueError`` says why
+    not."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if kind == "text":
+        if isinstance(value, (list, dict)):
+            raise ValueError(f"expected text, got {shorten_repr(value)}")
+        return key_text(value)
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"expected a number, got {shorten_repr(value)}")
+    if kind == "int":
+        if isinstance(value, int):
+            return value
+        try:
+            return int(value.strip()) if isinstance(value, str) else _whole_float(value)
+        except ValueError:
+            pass
+        try:
+            return _whole_float(float(value))
+        except ValueError:
+            raise ValueError(f"expected a whole number, got {shorten_repr(value)}") from None
+    try:
+        number = float(value.strip()) if isinstance(value, str) else float(value)
+    except ValueError:
+        raise ValueError(f"expected a number, got {shorten_repr(value)}") from None
+    if not math.isfinite(number):
+        raise ValueError(f"expected a finite number, got {shorten_repr(value)}")
+    return number
+
+
+def _whole_float(number: float) -> int:
+    if not math.isfinite(number) or not number.is_integer():
+        raise ValueError(f"not a whole number: {number!r}")
+    return int(number)
 
 
 def _apply_filter(table: Table, keep: Field) -> None:
@@ -318,6 +617,12 @@ def _apply_filter(table: Table, keep: Field) -> None:
         if value:
             kept_rows.append(row)
             kept_origins.append(table.origins[index])
+    if not kept_rows:
+        read = sorted({label for label, _ in table.origins})
+        files = ", ".join(read[:2]) + (f" and {len(read) - 2} more" if len(read) > 2 else "")
+        raise HarnessError(
+            f"data option 'filter' {shorten_repr(keep.given, 80)} kept none of the {len(table.rows)} rows of {files}"
+        )
     table.source["n_rows_read"] = len(table.rows)
     table.source["filter"] = keep.given
     table.rows, table.origins = kept_rows, kept_origins
