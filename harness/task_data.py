@@ -15,7 +15,7 @@ from harness.errors import HarnessError
 from harness.instances import Instance
 from harness.models import ModelSpec
 from harness.registry import Registry
-from harness.task_loading import ResolvedTask
+from harness.task_loading import ResolvedTask, naming_task_file
 
 
 def load_task_data(
@@ -33,7 +33,8 @@ def load_task_data(
     Instances left out because the model has no outputs for them are listed in the data source record
     (``missing``), so the results say which instances a partial import did not cover."""
     loader = registry.loader(task.config.loader)
-    data = loader(task.config.data, data_dir)
+    with naming_task_file(task.config, loader):
+        data = loader(task.config.data, data_dir)
     if not data.instances:
         raise HarnessError(f"task {task.config.task}: loader '{task.config.loader}' found no instances")
     ids = [inst.id for inst in data.instances]
