@@ -25,6 +25,8 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "plots": ("matplotlib",),
     "collect": ("starlette", "uvicorn"),
     "ray": ("ray",),
+    "zh": ("jieba",),
+    "ja": ("fugashi", "unidic_lite"),
 }
 
 

@@ -54,7 +54,9 @@ def run(options: RunOptions, registry: Registry | None = None) -> dict[str, Any]
     runs = []
     for t in tasks:
         # Decoding variants of one task read the same data: load it once.
-        key = json.dumps([t.config.loader, t.config.data], sort_keys=True, default=str)
+        kind = registry.kind(t.config.request)
+        shaping = {name: t.config.params.get(name) for name in kind.instance_params}
+        key = json.dumps([t.config.loader, t.config.data, t.config.request, shaping], sort_keys=True, default=str)
         if key not in loaded:
             loaded[key] = load_task_data(t, registry, data_dir, options.limit, cover)
             if options.model is not None:

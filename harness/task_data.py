@@ -13,6 +13,7 @@ from pathlib import Path
 from harness.data import LoadedData
 from harness.errors import HarnessError
 from harness.instances import Instance
+from harness.kinds.words import report_cuts
 from harness.models import ModelSpec
 from harness.registry import Registry
 from harness.task_loading import ResolvedTask, naming_task_file
@@ -37,6 +38,8 @@ def load_task_data(
         data = loader(task.config.data, data_dir)
     if not data.instances:
         raise HarnessError(f"task {task.config.task}: loader '{task.config.loader}' found no instances")
+    data = registry.kind(task.config.request).prepare_data(task.config, data)
+    report_cuts(task.config.task, data)
     ids = [inst.id for inst in data.instances]
     if len(set(ids)) != len(ids):
         raise HarnessError(f"task {task.config.task}: loader '{task.config.loader}' gave duplicate instance ids")

@@ -11,6 +11,8 @@ import re
 import unicodedata
 from typing import Literal
 
+from harness.segmenters import WINDOWS, clusters, first_segment, is_dropped, is_space
+
 _PAPER_NON_WORD = re.compile(r"[^\w\s]")
 
 
@@ -37,11 +39,19 @@ def strip_punctuation(text: str) -> str:
     """``text`` without punctuation and symbols (hyphens between alphanumerics kept), whitespace runs made one
     space: ``normalise_word`` without the case folding, for studies that decide case separately.
 
+    Text outside ASCII is read by user-perceived characters (``harness.segmenters.clusters``): an emoji is kept
+    whole, ZWJ sequences and flags included (``👩‍💻`` is one word, not a lone U+200D), and a cluster of invisible
+    format characters only (a lone zero-width joiner or space) is removed.
+
     >>> strip_punctuation("U.S. well-known --")
     'US well-known'
+    >>> strip_punctuation("«👩\\u200d💻»"), strip_punctuation("\\u200d")
+    ('👩\\u200d💻', '')
     """
     if text.isalnum():  # letters and digits only (most words): nothing to drop, no whitespace to join
         return text
+    if not text.isascii():
+        return _strip_clusters(text)
     kept: list[str] = []
     for i, ch in enumerate(text):
         if ch == "-":
@@ -55,11 +65,29 @@ def strip_punctuation(text: str) -> str:
     return " ".join("".join(kept).split())
 
 
-def first_complete_word(text: str, ended: bool) -> tuple[str | None, bool]:
-    """The first whitespace-separated chunk of ``text`` that normalises to a non-empty word.
+def _strip_clusters(text: str) -> str:
+    """``strip_punctuation`` by grapheme clusters (text outside ASCII)."""
+    parts = list(clusters(text))
+    kept: list[str] = []
+    for i, cluster in enumerate(parts):
+        if cluster == "-":
+            before = parts[i - 1] if i > 0 else ""
+            after = parts[i + 1] if i + 1 < len(parts) else ""
+            if before[:1].isalnum() and after[:1].isalnum():
+                kept.append(cluster)
+            continue
+        if is_space(cluster) or not is_dropped(cluster):
+            kept.append(cluster)
+    return " ".join("".join(kept).split())
+
+
+def first_complete_word(text: str, ended: bool, segmenter: str = "spaces") -> tuple[str | None, bool]:
+    """The first whitespace-separated chunk of ``text`` that normalises to a non-empty word, or with another
+    ``segmenter`` (``harness.segmenters``) the first word of the first run of letters.
 
     Returns ``(word, complete)``. A word is complete when whitespace follows it in ``text`` or when the sample
-    ``ended`` (end-of-sequence) right after it; until then more tokens could still extend it.
+    ``ended`` (end-of-sequence) right after it; until then more tokens could still extend it. A segmenter's word is
+    complete once its run is closed (whitespace, punctuation, end) or longer than the segmenter's window.
     ``(None, False)`` means no word has started yet.
 
     >>> first_complete_word(" the cat", ended=False)
@@ -68,7 +96,11 @@ def first_complete_word(text: str, ended: bool) -> tuple[str | None, bool]:
     ('the', False)
     >>> first_complete_word(", ...", ended=True)
     (None, False)
+    >>> first_complete_word("「苹果", ended=False, segmenter="characters")
+    ('苹', True)
     """
+    if segmenter != "spaces":
+        return _first_segment_word(text, ended, segmenter)
     # str.split() cuts at exactly the characters str.isspace() accepts; a chunk is complete when a later chunk
     # exists (whitespace separates them) or the text ends with whitespace.
     chunks = text.split()
@@ -77,6 +109,47 @@ def first_complete_word(text: str, ended: bool) -> tuple[str | None, bool]:
         if word:
             return word, ended or k + 1 < len(chunks) or text[-1].isspace()
     return None, False
+
+
+def _first_segment_word(text: str, ended: bool, segmenter: str) -> tuple[str | None, bool]:
+    """``first_complete_word`` for a segmenter: the first run of kept clusters (whitespace and dropped clusters end
+    it), its first ``WINDOWS[segmenter]`` clusters cut by the segmenter."""
+    window = WINDOWS[segmenter]
+    run: list[str] = []
+    closed = False
+    for cluster in clusters(text):
+        if is_space(cluster) or is_dropped(cluster):
+            if run:
+                closed = True
+                break
+            continue
+        run.append(cluster.lower())
+        if len(run) > window:
+            closed = True
+            break
+    if not run:
+        return None, False
+    word = first_segment("".join(run[:window]), segmenter)
+    return (word or None), bool(word) and (ended or closed)
+
+
+def first_complete_line(text: str, ended: bool) -> tuple[str | None, bool]:
+    """The ``whole`` rule's word: the first line of ``text`` that normalises to a non-empty text, whole (a phrase,
+    whitespace runs made one space). Complete when a line break follows it or the sample ``ended``.
+
+    >>> first_complete_line(" Tisch und Stühle.\\nDann", ended=False), first_complete_line(" Tisch und", ended=False)
+    (('tisch und stühle', True), ('tisch und', False))
+    """
+    lines = text.splitlines()
+    for k, line in enumerate(lines):
+        word = normalise_word(line)
+        if word:
+            return word, ended or k + 1 < len(lines) or text[-1] in _LINE_BREAKS
+    return None, False
+
+
+#: What ``str.splitlines`` cuts at.
+_LINE_BREAKS = frozenset("\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029")
 
 
 def paper_clean(text: str) -> str:
@@ -121,31 +194,43 @@ FAILED = "failed"
 Outcome = tuple[Literal["word", "reject", "open"], str]
 
 
-def rule_word(word: str, mode: str) -> str:
-    """``word`` as the word rule ``mode`` writes it: what every word an adapter returns must already be.
+#: The word rules (a task's ``params.mode``): ``exact`` the first word of a response, ``paper`` the original
+#: study's, ``whole`` the whole response (a phrase) on both sides.
+WORD_MODES = ("exact", "paper", "whole")
 
-    ``exact`` is ``normalise_word``; ``paper`` is the study's rule (``paper_first_word``), under which the study's
-    failure marker is a word too. Adapters that cut words themselves (an API's word lists, recorded outputs) call
-    this, and the ``sample_words`` and ``word_distribution`` kinds refuse any word that is not its own rule word.
+
+def rule_word(word: str, mode: str, segmenter: str = "spaces") -> str:
+    """``word`` as the word rule ``mode`` (with ``segmenter``) writes it: what every word an adapter returns must
+    already be.
+
+    ``exact`` is ``normalise_word`` (with a segmenter other than spaces, the first word of its first run);
+    ``whole`` is ``normalise_word`` of the whole text; ``paper`` is the study's rule (``paper_first_word``), under
+    which the study's failure marker is a word too. Adapters that cut words themselves (an API's word lists,
+    recorded outputs) call this, and the ``sample_words`` and ``word_distribution`` kinds refuse any word that is not
+    its own rule word.
 
     >>> rule_word("There,", "exact"), rule_word("well-known", "exact"), rule_word("snake_case", "exact")
     ('there', 'well-known', 'snakecase')
     >>> rule_word("There,", "paper"), rule_word("snake_case", "paper"), rule_word("failed to generate word", "paper")
     ('there', 'snake_case', 'failed to generate word')
+    >>> rule_word("苹果", "exact", "characters"), rule_word("Tisch und Stühle", "whole")
+    ('苹', 'tisch und stühle')
     """
     if mode == "paper":
         return word if word == PAPER_FAILURE else paper_first_word(word) or ""
+    if mode == "exact" and segmenter != "spaces":
+        return first_complete_word(word, ended=True, segmenter=segmenter)[0] or ""
     return normalise_word(word)
 
 
-def word_rule_problem(word: str, mode: str) -> str | None:
+def word_rule_problem(word: str, mode: str, segmenter: str = "spaces") -> str | None:
     """Why an adapter's ``word`` cannot be counted under the word rule ``mode``; None when it can.
 
     Why refuse instead of fixing the word: a word that is not normal (``There,``) would be counted as a word no
     person wrote, and the run would end with a TVD near 1 and no warning. An adapter that cuts words by its own rule
     is a bug in the adapter, and the harness says so at the first such word.
     """
-    expected = rule_word(word, mode)
+    expected = rule_word(word, mode, segmenter)
     if expected == word:
         return None
     if mode == "paper" and word == word.lower() and expected == word.replace("\u0307", ""):
@@ -153,7 +238,40 @@ def word_rule_problem(word: str, mode: str) -> str | None:
         # never saw: the rule's own words keep it.
         return None
     shown = f"writes '{expected}'" if expected else "makes no word of (count it as rejected 'empty')"
-    return f"the word {word!r}, which the task's word rule ({mode}) {shown}"
+    return f"the word {word!r}, which the task's word rule ({describe_rule(mode, segmenter)}) {shown}"
+
+
+def describe_rule(mode: str, segmenter: str = "spaces") -> str:
+    """The rule as messages and results name it.
+
+    >>> describe_rule("exact"), describe_rule("exact", "jieba"), describe_rule("whole")
+    ('exact', 'exact, segmenter jieba', 'whole')
+    """
+    return mode if segmenter == "spaces" else f"{mode}, segmenter {segmenter}"
+
+
+def human_word(response: str, mode: str, segmenter: str = "spaces") -> tuple[str | None, bool]:
+    """A person's response under the word rule, the very function a model's text goes through: ``(word, cut)``.
+
+    ``word`` is None when the rule leaves no word; ``cut`` says the response held more than its word (a phrase
+    counted as its first word), which the loaders count per instance (``n_human_cut``).
+
+    * ``exact``: the first word, as a model sample's (``first_complete_word`` of a text that ended);
+    * ``whole``: the whole response, normalised (``normalise_word``);
+    * ``paper``: the original study's human side: the response normalised whole (the study kept phrases).
+
+    >>> human_word("Tisch und Stühle", "exact"), human_word("Tisch und Stühle", "whole")
+    (('tisch', True), ('tisch und stühle', False))
+    >>> human_word("苹果", "exact", "characters"), human_word(" Song. ", "exact")
+    (('苹', True), ('song', False))
+    """
+    whole = normalise_word(response)
+    if mode != "exact":
+        return (whole or None), False
+    word = first_complete_word(response, ended=True, segmenter=segmenter)[0]
+    if word is None:
+        return None, False
+    return word, word != whole
 
 
 def _paper_word_closed(text: str) -> bool:
@@ -163,21 +281,26 @@ def _paper_word_closed(text: str) -> bool:
     return any(pieces[:-1])
 
 
-def word_a_space_closes(text: str, mode: str) -> str | None:
+def word_a_space_closes(text: str, mode: str, segmenter: str = "spaces") -> str | None:
     """The word every continuation of ``text`` that starts with whitespace has, or None if such continuations can
-    still differ (no word has started): ``decide_word`` of ``text + " "`` far from any token cap, computed without
-    building that text. Text only grows at the end, so the word a space closes is final (the trie sampler counts
-    such continuations without decoding them, ``harness.plugins.hf.word_boundaries``).
+    still differ (no word has started; and always under ``whole``, where a space ends no word):
+    ``decide_word`` of ``text + " "`` far from any token cap, computed without building that text. Text only grows
+    at the end, so the word a space closes is final (the trie sampler counts such continuations without decoding
+    them, ``harness.plugins.hf.word_boundaries``).
 
     >>> word_a_space_closes(" The", "exact"), word_a_space_closes(" ,", "exact"), word_a_space_closes(" Dog!", "paper")
     ('the', None, 'dog')
     """
     if mode == "paper":
         return paper_first_word(text)
-    return first_complete_word(text, ended=False)[0]
+    if mode == "whole":
+        return None
+    return first_complete_word(text, ended=False, segmenter=segmenter)[0]
 
 
-def decide_word(text: str, *, ended: bool, depth: int, mode: str, max_new_tokens: int) -> Outcome:
+def decide_word(
+    text: str, *, ended: bool, depth: int, mode: str, max_new_tokens: int, segmenter: str = "spaces"
+) -> Outcome:
     """Classify a sample prefix: ``("word", w)``, ``("reject", reason)``, or ``("open", "")`` if more tokens matter.
 
     ``text`` is the decoded continuation so far, ``ended`` whether its last token was end-of-sequence, ``depth`` its
@@ -185,24 +308,29 @@ def decide_word(text: str, *, ended: bool, depth: int, mode: str, max_new_tokens
 
     * ``exact``: the first chunk that normalises to a word is followed by whitespace (or the sample ended). Text only
       grows at the end, so that chunk and its normalised form are fixed. No word at end-of-sequence is ``empty``; no
-      complete word after ``max_new_tokens`` tokens is ``truncated``.
+      complete word after ``max_new_tokens`` tokens is ``truncated``. With a ``segmenter`` (``harness.segmenters``)
+      the first run of letters is closed by whitespace, punctuation, the end, or by growing past the segmenter's
+      window, and its first word is the segmenter's.
+    * ``whole``: the first non-empty line, closed by a line break or the end; ``empty`` and ``truncated`` as above.
     * ``paper``: the study took the first word of the text of 5 tokens (``paper_first_word``), even a cut-off one.
       Once a cleaned piece is followed by a space, further tokens cannot change that word; otherwise the sample runs
       to ``max_new_tokens`` tokens or end-of-sequence. No word gives the study's failure marker as a word
       (``PAPER_FAILURE``), as its notebooks counted it; nothing is rejected.
     """
     final = ended or depth >= max_new_tokens
-    if mode == "exact":
-        return decide_and_close(text, ended=ended, depth=depth, mode=mode, max_new_tokens=max_new_tokens)[0]
+    if mode in ("exact", "whole"):
+        return decide_and_close(
+            text, ended=ended, depth=depth, mode=mode, max_new_tokens=max_new_tokens, segmenter=segmenter
+        )[0]
     if mode == "paper":
         if final or _paper_word_closed(text):
             return "word", paper_first_word(text) or PAPER_FAILURE
         return "open", ""
-    raise ValueError(f"unknown word mode {mode!r}: expected 'exact' or 'paper'")
+    raise ValueError(f"unknown word mode {mode!r}: expected one of {', '.join(WORD_MODES)}")
 
 
 def decide_and_close(
-    text: str, *, ended: bool, depth: int, mode: str, max_new_tokens: int
+    text: str, *, ended: bool, depth: int, mode: str, max_new_tokens: int, segmenter: str = "spaces"
 ) -> tuple[Outcome, str | None]:
     """``decide_word``, and for an open prefix also ``word_a_space_closes`` (None otherwise), from one reading of the
     text in exact mode: the trie sampler needs both for every open node (the second when the node's children are
@@ -213,103 +341,19 @@ def decide_and_close(
     >>> decide_and_close(" The cat", ended=False, depth=2, mode="exact", max_new_tokens=5)
     (('word', 'the'), None)
     """
-    if mode != "exact":
+    if mode == "paper":
         outcome = decide_word(text, ended=ended, depth=depth, mode=mode, max_new_tokens=max_new_tokens)
         return outcome, (word_a_space_closes(text, mode) if outcome[0] == "open" else None)
-    word, complete = first_complete_word(text, ended)
+    if mode == "exact":
+        word, complete = first_complete_word(text, ended, segmenter)
+    elif mode == "whole":
+        word, complete = first_complete_line(text, ended)
+    else:
+        raise ValueError(f"unknown word mode {mode!r}: expected one of {', '.join(WORD_MODES)}")
     if word is not None and complete:
         return ("word", word), None
     if ended:
         return ("reject", EMPTY), None
     if depth >= max_new_tokens:
         return ("reject", TRUNCATED), None
-    return ("open", ""), word
-
-
-# ------------------------------------------------------------------------ replies and recorded outputs
-_ITEM_PREFIX = re.compile(r"^\s*(?:[-*\u2022\u2013]+|\(?\d{1,3}[.):\]]|\d{1,3}\s*-)\s*")
-
-
-def parse_word_list(text: str, mode: str = "exact") -> list[str]:
-    """The guessed words in a reply that lists many (``text``), in order, each cut by the word rule ``mode``.
-
-    Shared by the API adapter's ``cloze=list`` and by replayed list replies (the study's ChatGPT ``diverse``).
-
-    One guess per line; a single line with commas or semicolons is split on them. Numbering (``1.``, ``2)``,
-    ``(3)``), bullets and surrounding quotes are dropped; a guess of several words counts as its first word. When
-    some lines are numbered or bulleted, only those count: a preamble ("Here are 40 guesses:") is not a guess.
-
-    >>> parse_word_list("Sure!\\n1. The\\n2) cat\\n3. \\"dog\\"\\n- a house\\n\\nHope this helps")
-    ['the', 'cat', 'dog', 'a']
-    >>> parse_word_list("the\\ncat")
-    ['the', 'cat']
-    >>> parse_word_list("apple, banana; Cherry")
-    ['apple', 'banana', 'cherry']
-    >>> parse_word_list("1. ...\\n2. 42")
-    ['42']
-    """
-    lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) == 1 and re.search(r"[,;]", lines[0]):
-        lines = re.split(r"[,;]", lines[0])
-    if any(_ITEM_PREFIX.match(line) for line in lines):
-        lines = [line for line in lines if _ITEM_PREFIX.match(line)]
-    words: list[str] = []
-    for line in lines:
-        item = _ITEM_PREFIX.sub("", line, count=1)
-        if mode == "paper":
-            word = paper_first_word(item)
-            if word:
-                words.append(word)
-            continue
-        for chunk in item.split():
-            word = normalise_word(chunk)
-            if word:
-                words.append(word)
-                break
-    return words
-
-
-def first_word_of_reply(text: str) -> str | None:
-    """The first word of a chat reply that names one word (``"Sure: 'house'."`` gives ``sure``: no guessing).
-
-    >>> first_word_of_reply(" \\"House.\\"\\n"), first_word_of_reply("..."), first_word_of_reply("1. tree")
-    ('house', None, 'tree')
-    """
-    for line in text.splitlines():
-        item = _ITEM_PREFIX.sub("", line, count=1)
-        for chunk in item.split():
-            word = normalise_word(chunk)
-            if word:
-                return word
-    return None
-
-
-def final_word(text: str, *, ended: bool, mode: str) -> tuple[str, str]:
-    """The word of a whole continuation recorded elsewhere: ``("word", w)`` or ``("reject", reason)``.
-
-    ``ended`` says whether the text ended where the model stopped (a chat reply) or was cut off after a token
-    budget, which ``decide_word`` needs to know whether a last word with nothing after it is complete.
-    """
-    outcome, value = decide_word(text, ended=ended, depth=1, mode=mode, max_new_tokens=1)
-    assert outcome != "open", "a final text is never open"
-    return outcome, value
-
-
-def recorded_word(word: str, mode: str) -> tuple[str, str]:
-    """A word someone else already cut from a continuation (the study released only words for GPT-2), put
-    through the word rule ``mode`` as far as a word can be: ``("word", w)`` or ``("reject", reason)``.
-
-    The study's failure marker is a rejection (``failed``) in exact mode and the word ``PAPER_FAILURE`` in paper
-    mode; paper mode otherwise only lower-cases, as the study's notebook did with these words.
-
-    >>> recorded_word("Space,", "exact"), recorded_word("Failed to generate word", "exact")
-    (('word', 'space'), ('reject', 'failed'))
-    >>> recorded_word("Im", "paper"), recorded_word("Failed to generate word", "paper")
-    (('word', 'im'), ('word', 'failed to generate word'))
-    """
-    if word == PAPER_FAILURE_RAW:
-        return ("word", PAPER_FAILURE) if mode == "paper" else ("reject", FAILED)
-    if mode == "exact":
-        normalised = normalise_word(word)
-        return ("word", normalised) if normalised else ("reject", EMPTY)
-    return ("word", word.lower()) if word else ("word", PAPER_FAILURE)
+    return ("open", ""), (word if mode == "exact" else None)

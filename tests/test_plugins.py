@@ -181,7 +181,7 @@ def test_ls_options_prints_every_option_with_type_and_default(capsys: pytest.Cap
     out = capsys.readouterr().out
     # provo-paper's own values are shown as its defaults.
     paper = re.split(r"\n(?=\S)", out.split("provo-paper\t")[1])[0]
-    assert "    mode\texact | paper\tdefault 'paper'" in paper
+    assert "    mode\texact | paper | whole\tdefault 'paper'" in paper
     assert main(["ls", "models", "--options"]) == 0
     out = capsys.readouterr().out
     assert "    block_size\tint >= 1\tdefault 4" in out and "    trust_remote_code\tbool\tdefault False" in out

@@ -17,7 +17,8 @@ import pytest
 from harness.errors import HarnessError
 from harness.plugins.replay.formats import read_outputs
 from harness.plugins.replay.generic import read_generic
-from harness.text import PAPER_FAILURE, final_word, parse_word_list, recorded_word
+from harness.reply_words import final_word, parse_word_list, recorded_word
+from harness.text import PAPER_FAILURE
 from tests.helpers import require_provo, samples_of
 
 TVD = Path("provo") / "reference_outputs" / "TVD"

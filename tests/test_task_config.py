@@ -30,7 +30,13 @@ def write(tmp_path: Path, text: str) -> Path:
 
 def test_valid_config_fills_defaults() -> None:
     config = validate(GOOD, "toy.yaml")
-    assert config.params == {"max_new_tokens": 32, "mode": "exact", "n_samples": 10, "temperature": 1.0}
+    assert config.params == {
+        "max_new_tokens": 32,
+        "mode": "exact",
+        "segmenter": "spaces",
+        "n_samples": 10,
+        "temperature": 1.0,
+    }
     assert [s.name for s in config.scorers] == ["tvd", "ece"]
     assert config.scorers[1].args == {"n_bins": 5}
 
@@ -44,7 +50,7 @@ def test_valid_config_fills_defaults() -> None:
         ({"params": {"n_samples": 0}}, "params.n_samples", "a positive integer, got 0"),
         ({"params": {"n_samples": "many"}}, "params.n_samples", "a positive integer, got 'many' (str)"),
         ({"params": {"temperature": -1}}, "params.temperature", "a positive number"),
-        ({"params": {"mode": "greedy"}}, "params.mode", "one of 'exact', 'paper'"),
+        ({"params": {"mode": "greedy"}}, "params.mode", "one of 'exact', 'paper', 'whole'"),
         ({"params": {"top_k": 5}}, "params.top_k", "no such parameter"),
         ({"scorers": []}, "scorers", "non-empty list"),
         ({"scorers": [{"args": {}}]}, "scorers[0]", "a mapping with 'name'"),
@@ -115,7 +121,13 @@ def test_builtin_tasks_validate() -> None:
     resolved = resolve_tasks(["provo", "provo-paper"], {}, get_registry())
     assert [r.config.task for r in resolved] == ["provo", "provo-paper"]
     assert resolved[0].config.params["n_samples"] == 1000
-    assert resolved[1].config.params == {"max_new_tokens": 5, "mode": "paper", "n_samples": 1000, "temperature": 1.0}
+    assert resolved[1].config.params == {
+        "max_new_tokens": 5,
+        "mode": "paper",
+        "segmenter": "spaces",
+        "n_samples": 1000,
+        "temperature": 1.0,
+    }
 
 
 def test_unknown_task_lists_known() -> None:

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from harness.data import LoadedData
 from harness.errors import HarnessError, shorten
 from harness.instances import Instance
 from harness.options import Options
@@ -89,7 +90,17 @@ class RequestKind:
             )
         return self._kinds(name)
 
+    #: Task parameters that change the instances ``prepare_data`` gives (the word rule): tasks that differ in these
+    #: read their data apart, where decoding variants of one task share it.
+    instance_params: ClassVar[tuple[str, ...]] = ()
+
     # ----------------------------------------------------------------------------------------- building requests
+    def prepare_data(self, config: TaskConfig, data: LoadedData) -> LoadedData:
+        """The instances as this kind compares them, from the loader's (every run, re-scoring and study reads
+        them through here): the loader's own, unless the kind puts the human side through the rule its model side
+        follows (``sample_words``: the word rule)."""
+        return data
+
     def check_instance(self, config: TaskConfig, instance: Instance) -> None:
         if self.instance_type is None or not isinstance(instance, self.instance_type):
             wanted = self.instance_type.__name__ if self.instance_type else "no"

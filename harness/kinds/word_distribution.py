@@ -31,11 +31,13 @@ from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
 from harness.kinds.base import RequestKind, add_counts
 from harness.kinds.sample_words import check_words, top_shares
+from harness.kinds.words import apply_word_rule
 from harness.options import Option, Options, int_range, number_range, positive_int
 from harness.requests.sample_words import MAX_WORD_TOKENS
 from harness.requests.word_distribution import WordDistributionRequest, WordDistributionResponse
 
 if TYPE_CHECKING:
+    from harness.data import LoadedData
     from harness.models import ModelAdapter
     from harness.scoring import Scorer
     from harness.task_config import TaskConfig
@@ -72,6 +74,11 @@ class WordDistributionKind(RequestKind):
             "tokens a word may take before its sequence counts as truncated",
         ),
     )
+
+    def prepare_data(self, config: TaskConfig, data: LoadedData) -> LoadedData:
+        """The people's responses through the rule the exact distribution uses: the first word, cut at spaces
+        (``harness.kinds.words``; a script without spaces is refused: use ``sample_words`` with a segmenter)."""
+        return apply_word_rule(config.task, data, "exact", "spaces")
 
     def build(
         self, config: TaskConfig, instance: Instance, seed: int, scorers: Sequence[Scorer]

@@ -10,7 +10,8 @@ from harness.decoding import DecodingConfig
 #: ``exact``: the first complete word of an unbounded ancestral sample (a word is complete once whitespace or
 #: end-of-sequence follows it); ``paper``: the original study's procedure (5 new tokens, punctuation stripped,
 #: first non-empty space-separated word, even if cut off).
-WordMode = Literal["exact", "paper"]
+#: ``whole``: the whole first line of the sample (a phrase), for studies where people answered with phrases.
+WordMode = Literal["exact", "paper", "whole"]
 
 #: The most tokens one sampled word may take (``max_new_tokens``): a word is a few tokens, never thousands.
 MAX_WORD_TOKENS = 1024
@@ -37,6 +38,9 @@ class SampleWordsRequest:
     #: ``paper`` (the study's: the first word of the sample, even if cut off); see ``WordMode``. Every counted word
     #: must be ``harness.api.rule_word(word, mode)``.
     mode: WordMode = "exact"
+    #: Where a word ends (``harness.segmenters``): ``spaces``, ``characters``, ``jieba`` or ``fugashi``; the words an
+    #: adapter returns are ``harness.api.rule_word(word, mode, segmenter)``.
+    segmenter: str = "spaces"
     #: Tokens a sample may use: an ``exact`` sample with no complete word by then is rejected as truncated; a
     #: ``paper`` sample is cut off there (the study used 5).
     max_new_tokens: int = 32

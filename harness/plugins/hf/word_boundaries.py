@@ -75,11 +75,11 @@ def _decode_or_none(decode: Callable[[list[int]], str], ids: list[int]) -> str |
         return None
 
 
-def word_on_space(text: str, mode: str) -> str | None:
+def word_on_space(text: str, mode: str, segmenter: str = "spaces") -> str | None:
     """The word every child of a prefix with this ``text`` gets when its token starts with a space
     (:func:`harness.text.word_a_space_closes`), or None when a space would not close a word or the text may still
     change: it ends inside a UTF-8 character (U+FFFD), which the next bytes can complete into another character."""
-    return space_closes(text, word_a_space_closes(text, mode))
+    return space_closes(text, word_a_space_closes(text, mode, segmenter))
 
 
 def space_closes(text: str, word: str | None) -> str | None:

@@ -48,7 +48,7 @@ from harness.plugins.hf.trie_cache import cache_bytes, carriers, gather_rows, me
 from harness.plugins.hf.trie_nodes import Drawn, PassChunk, Tallies, TrieNode, collect_drawn, level_slices, trace_record
 from harness.plugins.hf.word_boundaries import read_vocabulary, space_closes
 from harness.requests import SampleWordsRequest, SampleWordsResponse
-from harness.text import decide_and_close
+from harness.text import WORD_MODES, decide_and_close
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
 #: once, so a wide trie level wants few, large passes (:data:`~harness.plugins.hf.load_options.AUTO_STEP_ROWS` has
@@ -253,8 +253,9 @@ class TrieWordSampler:
         ended = token in self.eos
         # End-of-sequence adds no text, so an ended child reads exactly like its parent.
         text = parent.text if ended else decoder.extend(parent.text, tokens)
+        r = request
         outcome, closes = decide_and_close(
-            text, ended=ended, depth=len(tokens), mode=request.mode, max_new_tokens=request.max_new_tokens
+            text, ended=ended, depth=len(tokens), mode=r.mode, max_new_tokens=r.max_new_tokens, segmenter=r.segmenter
         )
         return TrieNode(tokens, count, row, text, outcome, parent.req, space_closes(text, closes))
 
@@ -433,8 +434,8 @@ def _validate(request: SampleWordsRequest) -> None:
         raise ValueError(f"n must be non-negative, got {request.n}")
     if request.max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be at least 1, got {request.max_new_tokens}")
-    if request.mode not in ("exact", "paper"):
-        raise ValueError(f"unknown word mode {request.mode!r}: expected 'exact' or 'paper'")
+    if request.mode not in WORD_MODES:
+        raise ValueError(f"unknown word mode {request.mode!r}: expected one of {', '.join(WORD_MODES)}")
 
 
 def sample_words(

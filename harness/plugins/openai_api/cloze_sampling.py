@@ -58,12 +58,18 @@ class ClozeSampler:
                 text = choice_text(choice, setup.endpoint)
                 ended = choice.get("finish_reason") != "length"
                 if setup.endpoint == "chat":
-                    word = first_word_of_reply(text)
+                    mode = "exact" if request.mode == "paper" else request.mode
+                    word = first_word_of_reply(text, mode, request.segmenter)
                     outcome = ("word", word) if word else ("reject", "empty" if ended else "truncated")
                 else:
                     depth = completion_tokens(reply) or 0
                     outcome = decide_word(
-                        text, ended=ended, depth=depth, mode=request.mode, max_new_tokens=request.max_new_tokens
+                        text,
+                        ended=ended,
+                        depth=depth,
+                        mode=request.mode,
+                        max_new_tokens=request.max_new_tokens,
+                        segmenter=request.segmenter,
                     )
                     if outcome[0] == "open":  # the server stopped early for a reason of its own (a stop string)
                         outcome = ("reject", "truncated")
@@ -94,7 +100,9 @@ class ClozeSampler:
             calls.append(ApiCall(setup.endpoint, setup.seeded(body, sample_seed(request.seed, 0))))
         out: list[SampleWordsResponse] = []
         for request, reply in zip(requests, setup.transport.run(calls), strict=True):
-            words = parse_word_list(choice_text(reply["choices"][0], setup.endpoint))
+            # The study's rule was never applied to listed words: a list is cut by the first-word rule then.
+            mode = "exact" if request.mode == "paper" else request.mode
+            words = parse_word_list(choice_text(reply["choices"][0], setup.endpoint), mode, request.segmenter)
             counts: dict[str, int] = {}
             for word in words[: request.n]:
                 counts[word] = counts.get(word, 0) + 1

@@ -32,9 +32,9 @@ from harness.models import ModelAdapter, ModelSpec
 from harness.options import Option, Options, one_of, optional, text
 from harness.plugins.replay.formats import FORMATS, read_outputs
 from harness.plugins.replay.outputs import RecordedChoices, RecordedEntry, RecordedOutputs
+from harness.reply_words import final_word, parse_word_list, recorded_word
 from harness.requests import GenerateRequest, GenerateResponse, SampleWordsRequest, SampleWordsResponse
 from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
-from harness.text import final_word, parse_word_list, recorded_word
 
 
 def _settings(spec: ModelSpec) -> dict[str, Any]:
@@ -171,15 +171,15 @@ class ReplayAdapter(ModelAdapter):
         listed = None
         if entry.words is not None:
             for word, count in entry.words.items():
-                add(recorded_word(word, request.mode), count)
+                add(recorded_word(word, request.mode, request.segmenter), count)
         elif entry.texts is not None and entry.listed:
-            words = [w for reply in entry.texts for w in parse_word_list(reply, request.mode)]
+            words = [w for reply in entry.texts for w in parse_word_list(reply, request.mode, request.segmenter)]
             listed = len(words)
             for word in words:
                 add(("word", word))
         elif entry.texts is not None:
             for reply in entry.texts:
-                add(final_word(reply, ended=entry.ended, mode=request.mode))
+                add(final_word(reply, ended=entry.ended, mode=request.mode, segmenter=request.segmenter))
         else:
             raise HarnessError(f"model {self.spec.label}: instance {request.instance_id}: no words or texts recorded")
         n = sum(counts.values()) + sum(rejected.values())
