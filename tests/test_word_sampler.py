@@ -25,7 +25,7 @@ from harness.plugins.hf.tokens import continuation_text, encode_context, eos_tok
 from harness.plugins.hf.word_sampler import TrieWordSampler, sample_words
 from harness.requests import SampleWordsRequest, SampleWordsResponse
 from harness.stats import homogeneity_pvalue
-from harness.text import PAPER_FAILURE, decide_word, first_complete_word, paper_first_word
+from harness.text import PAPER_FAILURE, decide_word, first_complete_line, first_complete_word, paper_first_word
 from tests.helpers import tiny_llama
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -175,24 +175,28 @@ def outcomes(response: SampleWordsResponse) -> Counter[str]:
     return table
 
 
-def reference_outcome(text: str, ended: bool, mode: str) -> str:
+def reference_outcome(text: str, ended: bool, mode: str, segmenter: str = "spaces") -> str:
     """The word of a *whole* sample, as plain generation followed by word extraction sees it."""
-    if mode == "exact":
-        word, complete = first_complete_word(text, ended)
+    if mode in ("exact", "whole"):
+        word, complete = (
+            first_complete_word(text, ended, segmenter) if mode == "exact" else first_complete_line(text, ended)
+        )
         if word is not None and complete:
             return word
         return "<empty>" if ended else "<truncated>"
     return paper_first_word(text) or PAPER_FAILURE
 
 
-def exact_distribution(fn: ContinuationLogits, mode: str, max_new_tokens: int, temperature: float) -> dict[str, float]:
+def exact_distribution(
+    fn: ContinuationLogits, mode: str, max_new_tokens: int, temperature: float, segmenter: str = "spaces"
+) -> dict[str, float]:
     """Enumerate every sequence of up to ``max_new_tokens`` tokens (no early stopping) and sum its probability."""
     tokenizer = ByteTokenizer()
     dist: dict[str, float] = {}
 
     def finish(tokens: tuple[int, ...], ended: bool, prob: float) -> None:
         text = tokenizer.decode(list(tokens), skip_special_tokens=True)
-        key = reference_outcome(text, ended, mode)
+        key = reference_outcome(text, ended, mode, segmenter)
         dist[key] = dist.get(key, 0.0) + prob
 
     def walk(tokens: tuple[int, ...], prob: float) -> None:
@@ -341,18 +345,25 @@ def test_counts_plus_rejections_equal_n_and_no_prefix_runs_twice() -> None:
 # --------------------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("mode", "cap"), [("exact", 4), ("paper", 4)])
-def test_sampler_matches_enumerated_distribution(mode: str, cap: int) -> None:
+@pytest.mark.parametrize(
+    ("mode", "segmenter", "cap"),
+    [("exact", "spaces", 4), ("paper", "spaces", 4), ("whole", "spaces", 4), ("exact", "characters", 4)],
+)
+def test_sampler_matches_enumerated_distribution(mode: str, segmenter: str, cap: int) -> None:
+    """Every word rule stops a sample early only where no later token could change its word: the trie sampler's
+    words have the distribution of whole samples cut afterwards (the whole rule: lines; characters: the first
+    character, so `` cat`` gives ``c``)."""
     fn = markov2(seed=5)
-    probs = exact_distribution(fn, mode, cap, temperature=1.0)
+    probs = exact_distribution(fn, mode, cap, temperature=1.0, segmenter=segmenter)
     # The stub's language must exercise what the early stopping has to get right.
-    assert len(probs) >= 8
+    assert len(probs) >= (4 if segmenter == "characters" else 8)
     if mode == "exact":
-        assert probs.get("<truncated>", 0) > 0.01 and probs.get("<empty>", 0) > 0.001
-    response, _ = stub_sample(fn, request(n=100_000, seed=1, mode=mode, max_new_tokens=cap))
+        assert probs.get("<truncated>", 0) > 0.001 and probs.get("<empty>", 0) > 0.001
+    kw = {"mode": mode, "segmenter": segmenter, "max_new_tokens": cap}
+    response, _ = stub_sample(fn, request(n=100_000, seed=1, **kw))
     assert goodness_of_fit(outcomes(response), probs) > 1e-3
     # The same test rejects a wrong sampler (temperature 0.6 instead of 1), so it is not vacuous.
-    wrong, _ = stub_sample(fn, request(n=100_000, seed=1, mode=mode, max_new_tokens=cap, temperature=0.6))
+    wrong, _ = stub_sample(fn, request(n=100_000, seed=1, temperature=0.6, **kw))
     assert goodness_of_fit(outcomes(wrong), probs) < 1e-10
 
 

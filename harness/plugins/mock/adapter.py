@@ -47,6 +47,7 @@ from harness.requests import (
     WordDistributionRequest,
     WordDistributionResponse,
 )
+from harness.text import rule_word
 
 #: Words every mock answer can use besides the input's own words (most frequent first).
 COMMON_WORDS: tuple[str, ...] = (
@@ -253,7 +254,9 @@ class MockAdapter(ModelAdapter):
         drawn = rng.choice(len(vocabulary), size=request.n - rejected, p=weights)
         counts: dict[str, int] = {}
         for index in drawn.tolist():
-            counts[vocabulary[index]] = counts.get(vocabulary[index], 0) + 1
+            # The mock's words are whole words: the task's word rule cuts them as it cuts any sample.
+            word = rule_word(vocabulary[index], request.mode, request.segmenter) or vocabulary[index]
+            counts[word] = counts.get(word, 0) + 1
         return SampleWordsResponse(
             counts=counts,
             n_requested=request.n,
