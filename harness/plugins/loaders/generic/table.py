@@ -1,8 +1,8 @@
 """The rows of a generic task's data: local files or a Hugging Face hub data set.
 
-CSV and TSV files are read here, with Python's ``csv`` module; JSON Lines, JSON and Parquet files and hub data sets
-through ``datasets`` (the field's reader for them, with its own cache, so a large file is parsed once and a hub
-data set downloaded once). Three things are added on top:
+CSV and TSV files are read here with Python's ``csv`` module, JSON Lines and JSON files with its ``json`` module;
+Parquet files and hub data sets through ``datasets`` (the field's reader for them, with its own cache, so a hub data
+set is downloaded once). Three things are added on top:
 
 * every row keeps where it came from (``FILE: row N``, rows counted from 1, a CSV's header not counted), so that a
   bad value is one line naming the file, the row and the column;
@@ -19,7 +19,9 @@ one), and then option keys, targets and ids written as the file writes them no l
 is empty (``NA``, ``null`` and ``None`` are words a participant may have typed). A field that needs a number
 (counts, proportions, ``n_people``, ``target_index``) converts the text where it is used, naming the file, row and
 column when it is not a number; the ``columns`` option declares a column's type for every use (templates that do
-arithmetic). JSON and Parquet values keep their types.
+arithmetic). JSON and Parquet values keep the types the file gives them: JSON is not read through ``datasets``
+because Arrow makes one type of a column's values (``1``, ``"1"`` and ``"01"`` in one column all become the
+number 1, and ``1`` beside ``2.5`` becomes ``1.0``).
 
 ``join`` adds the columns of a second table to every row by a key column (a responses table beside a passages
 table), and ``filter`` keeps the rows for which a template is true.
@@ -47,7 +49,6 @@ from harness.plugins.loaders.generic.fields import Field, RowError, column_or_te
 
 FORMATS = ("auto", "csv", "tsv", "json", "jsonl", "parquet")
 _BY_SUFFIX = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet"}
-_BUILDER = {"json": "json", "jsonl": "json", "parquet": "parquet"}
 #: The types the ``columns`` option can declare.
 COLUMN_TYPES = ("text", "int", "float")
 #: Bad rows (or cells) listed in one error (the count says how many more there were).
@@ -288,10 +289,10 @@ def file_rows(path: Path, fmt: str, json_field: str | None = None, max_rows: int
                 )
     if fmt in ("csv", "tsv"):
         rows = _csv_rows(path, _utf8(path, data), "\t" if fmt == "tsv" else ",", fmt, max_rows)
+    elif fmt in ("json", "jsonl"):
+        rows = _json_rows(path, _utf8(path, data), fmt, json_field)
     else:
-        if fmt in ("json", "jsonl"):
-            _utf8(path, data)
-        rows = _datasets_rows(path, data, fmt, json_field)
+        rows = _parquet_rows(path)
     if not rows:
         raise HarnessError(f"{path}: no rows ({_why_no_rows(fmt, json_field)})")
     return rows
@@ -385,19 +386,15 @@ def _header(path: Path, record: list[str], line: int) -> list[str]:
     return names
 
 
-def _datasets_rows(path: Path, data: bytes, fmt: str, json_field: str | None) -> list[dict[str, Any]]:
-    """One JSON, JSON Lines or Parquet file's rows through ``datasets`` (one file at a time, so each row's file is
-    known); what it cannot read is diagnosed here, so the message says what is wrong with the file."""
-    kwargs: dict[str, Any] = {}
-    if fmt in ("json", "jsonl") and json_field:
-        kwargs["field"] = json_field
+def _parquet_rows(path: Path) -> list[dict[str, Any]]:
+    """One Parquet file's rows through ``datasets`` (one file at a time, so each row's file is known); an error is
+    the reader's innermost cause, once (``datasets`` logs nothing here)."""
     try:
         with _quiet_datasets() as datasets:
-            dataset = datasets.load_dataset(_BUILDER[fmt], data_files=str(path), split="train", **kwargs)
+            dataset = datasets.load_dataset("parquet", data_files=str(path), split="train")
             return list(dataset.to_list())
     except Exception as exc:  # datasets and pyarrow raise many types; each is the file's fault here
-        problem = _json_problem(path, data, fmt, json_field) if fmt in ("json", "jsonl") else None
-        raise HarnessError(problem or f"{path}: cannot read it as {fmt}: {_cause(exc)}") from None
+        raise HarnessError(f"{path}: cannot read it as Parquet: {_cause(exc)}") from None
 
 
 def _cause(exc: BaseException) -> str:
@@ -412,45 +409,111 @@ def _cause(exc: BaseException) -> str:
     return f"{type(inner).__name__}: {one_line(str(inner), 200)}"
 
 
-def _json_problem(path: Path, data: bytes, fmt: str, json_field: str | None) -> str | None:
-    """What is wrong with a JSON or JSON Lines file, found by reading it with ``json``; None when nothing is."""
-    text = _utf8(path, data)
+def _json_rows(path: Path, text: str, fmt: str, json_field: str | None) -> list[dict[str, Any]]:
+    """The records of a JSON Lines file (one object a line) or a JSON file (a list of objects, or the list under
+    ``json_field``), every value with the type the file writes (``1``, ``"1"`` and ``"01"`` stay three values).
+    Every record gets every column any record has (a missing one is null), as a table's rows do."""
+    records: list[Any]
     if fmt == "jsonl":
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except (json.JSONDecodeError, RecursionError) as exc:
-                why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
-                return f"{path}: line {number}: not valid JSON ({why}): {shorten(line.strip(), 60)}"
-            if not isinstance(record, dict):
-                return f"{path}: line {number}: expected a JSON object (one record a line), got {_json_type(record)}"
-        return None
+        records = _json_lines(path, text)
+    else:
+        try:
+            document = _loads(text)
+        except _JsonError as exc:
+            if exc.extra_data and not json_field:  # JSON Lines in a .json file: read it as such
+                records = _json_lines(path, text)
+                return _union(records)
+            raise HarnessError(f"{path}: {exc.where}not valid JSON ({exc.why})") from None
+        records = _records(path, document, json_field)
+    return _union(records)
+
+
+class _JsonError(Exception):
+    def __init__(self, why: str, where: str = "", extra_data: bool = False) -> None:
+        super().__init__(why)
+        self.why, self.where, self.extra_data = why, where, extra_data
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise _JsonError(f"key {shorten_repr(key, 40)} is given twice in one object")
+        record[key] = value
+    return record
+
+
+def _loads(text: str) -> Any:
     try:
-        document = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        if isinstance(exc, RecursionError):
-            return f"{path}: not valid JSON (nested too deeply)"
-        return f"{path}: line {exc.lineno}, column {exc.colno}: not valid JSON ({exc.msg})"
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}: "
+        raise _JsonError(exc.msg, where, exc.msg == "Extra data") from None
+    except RecursionError:
+        raise _JsonError("nested too deeply") from None
+
+
+def _json_lines(path: Path, text: str) -> list[Any]:
+    records: list[Any] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = _loads(line)
+        except _JsonError as exc:
+            raise HarnessError(
+                f"{path}: line {number}: not valid JSON ({exc.why}): {shorten(line.strip(), 60)}"
+            ) from None
+        if not isinstance(record, dict):
+            raise HarnessError(
+                f"{path}: line {number}: expected a JSON object (one record a line), got {_json_type(record)}"
+            )
+        records.append(record)
+    return records
+
+
+def _records(path: Path, document: Any, json_field: str | None) -> list[Any]:
+    """The list of records a JSON document holds (under ``json_field`` when given)."""
     if json_field:
         if not isinstance(document, dict):
             held = _json_type(document)
-            return f"{path}: data option 'json_field' ({json_field!r}): the file holds {held}, not an object"
+            raise HarnessError(
+                f"{path}: data option 'json_field' ({json_field!r}): the file holds {held}, not an object"
+            )
         if json_field not in document:
             keys = shorten(", ".join(map(str, document)), 120) or "none"
-            return f"{path}: data option 'json_field': no key {json_field!r} in the file (its keys: {keys})"
-        document = document[json_field]
-        where = f"the value of data option 'json_field' ({json_field!r})"
+            raise HarnessError(
+                f"{path}: data option 'json_field': no key {json_field!r} in the file (its keys: {keys})"
+            )
+        document, where = document[json_field], f"the value of data option 'json_field' ({json_field!r})"
     else:
         where = "the file"
+    if isinstance(document, dict) and not json_field:
+        lists = [k for k, v in document.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)]
+        if lists:
+            raise HarnessError(
+                f"{path}: the file holds an object, not a list of records (set 'json_field' to the key of the list "
+                f"of records: {shorten(', '.join(map(str, lists)), 80)}; or, if it is one record, write it in a list: "
+                "[{...}])"
+            )
+        return [document]  # one object: one record
     if not isinstance(document, list):
-        hint = " (set 'json_field' to the key of the list of records)" if isinstance(document, dict) else ""
-        return f"{path}: {where} holds {_json_type(document)}, not a list of records{hint}"
+        raise HarnessError(f"{path}: {where} holds {_json_type(document)}, not a list of records")
     for number, record in enumerate(document, start=1):
         if not isinstance(record, dict):
-            return f"{path}: record {number}: expected a JSON object, got {_json_type(record)}"
-    return None
+            raise HarnessError(f"{path}: record {number} of {where}: expected a JSON object, got {_json_type(record)}")
+    return document
+
+
+def _union(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every record with every column (first-seen order), a missing one null."""
+    columns: dict[str, None] = {}
+    for record in records:
+        for key in record:
+            columns.setdefault(key, None)
+    if all(len(record) == len(columns) for record in records):
+        return records
+    return [{key: record.get(key) for key in columns} for record in records]
 
 
 def _json_type(value: Any) -> str:
