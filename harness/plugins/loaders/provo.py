@@ -11,8 +11,9 @@ tables that are all some environments have (see ``docs/data.md``):
 The official file is turned into positions exactly as the seed code ``preprocess_provo_corpus()`` did, so both
 kinds of input give the same instances: responses are summed per (Text_ID, Word_Number, Response), the context
 is the first ``Word_Number - 1`` space-separated tokens of the passage and the target is token ``Word_Number``.
-Human responses are then normalised with :func:`harness.text.normalise_word`, the function model words go
-through, so that the two are comparable.
+Human responses are then normalised with :func:`harness.text.normalise_word` (a phrase kept whole), and the
+request kind cuts them by the task's word rule, the function model words go through (``harness.kinds.words``:
+under ``provo`` the three responses ``00 puq`` count as ``00``; ``provo-paper`` keeps them as the study did).
 
 The files are parsed by :mod:`harness.plugins.loaders.provo_readers` and the positions become instances in
 :mod:`harness.plugins.loaders.provo_instances`; this module finds (or downloads) the files and holds the entry point.

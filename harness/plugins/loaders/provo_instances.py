@@ -1,7 +1,7 @@
 """Normalising raw Provo positions into :class:`ClozeInstance` records, with the optional Mac-Roman repair.
 
-Human responses go through :func:`harness.text.normalise_word`, the function model words go through, so that the
-two are comparable.
+Human responses go through :func:`harness.text.normalise_word` (a phrase kept whole); the request kind then cuts
+them by the task's word rule, as it cuts model words (``harness.kinds.words``).
 """
 
 from __future__ import annotations

@@ -2,14 +2,16 @@
 ``word_distribution``.
 
 Each instance is a context, optionally the corpus word that followed it, and the people's guesses. Guesses go
-through the task's normalisation (``normalise``: case folded and punctuation removed by default, as the ``exact``
-word rule does) and then through the ``exact`` word rule itself, the function the model's words go through, so
-that the two are comparable; guesses that become the same word are merged. The counts are listed most frequent
+through the task's normalisation (``normalise``: case folded and punctuation removed by default) and
+``normalise_word``, a phrase kept whole; the request kind then cuts each one by the task's word rule, the function
+the model's words go through (``harness.kinds.words``: a phrase counts as its first word unless ``mode: whole``),
+so that the two are comparable; guesses that become the same word are merged. The counts are listed most frequent
 first, ties by word, as the Provo loader does (the paper-faithful ECE breaks ties by this order).
 
 Each instance's ``meta`` holds the columns the task names, then ``n_human_raw`` (people with an answer, before
 the word rule), ``n_human_dropped`` (answers the word rule leaves empty), ``n_human_missing`` (``no_answer``
-responses) and ``n_unique_raw`` (distinct answers as written), as the Provo loader records them.
+responses) and ``n_unique_raw`` (distinct answers as written), as the Provo loader records them; the kind adds
+``n_human_cut`` (responses the word rule cut to their first word).
 """
 
 from __future__ import annotations
