@@ -138,7 +138,11 @@ def test_a_collect_export_round_trips_answers_as_written_and_scores_a_correct_an
     # The text id 01 stays 01; 007 stays 007; 3.50 and 3.5 are two answers, and only 3.50 is the word.
     assert sorted(by_id) == ["01-2", "01-3"]
     assert by_id["01-2"].target_raw == "007" and by_id["01-2"].human_counts == {"007": 2}
-    assert by_id["01-3"].target_raw == "3.50" and by_id["01-3"].meta["text_id"] == "01"
+    assert by_id["01-3"].target_raw == "3.50" and by_id["01-3"].meta == {
+        **by_id["01-3"].meta,
+        "text_id": "01",
+        "word_num": 3,
+    }
     assert by_id["01-3"].human_counts == {"350": 1, "35": 1} and by_id["01-3"].target == "350"
     runs = tmp_path / "runs"
     run_main("run", "--tasks", str(task), "--human-only", "--data-dir", str(out), "--output-dir", str(runs))

@@ -8,7 +8,9 @@ and a task file, so that a collected study runs through the harness as it is.
   count, so ``harness run --tasks provo --human-only --data-dir OUT`` evaluates on the collected norms exactly as on
   Provo's (the passage is the item's words joined by single spaces, word numbers as in the items);
 * ``<study>.yaml``: a task over ``responses.csv`` with the ``generic_cloze`` loader (docs/your-data.md), the built-in
-  Provo task's request and scorers, so ``harness run --tasks OUT/<study>.yaml --human-only`` runs too.
+  Provo task's request and scorers, so ``harness run --tasks OUT/<study>.yaml --human-only`` runs too. The loader
+  reads every cell as written, so an answer ``007`` or ``3.50`` is compared with the word ``007`` or ``3.50`` as
+  typed, and text ids ``01`` and ``1`` stay two texts; only ``word_num`` is declared a number (``columns``).
 
 Why both: the norms file is the format a published cloze study is shared in and that the Provo task reads; the task
 file is how a study that is not about Provo's passages becomes a task of its own, with its own name.
@@ -156,6 +158,8 @@ def _task_yaml(flow: StudyFlow, task_name: str, responses: str) -> str:
         "loader: generic_cloze\n"
         "data:\n"
         f"  files: {json.dumps(responses)}\n"
+        "  # Cells are read as written (a text id 01, an answer 007 or 3.50 stay so); word_num is a number.\n"
+        "  columns: {word_num: int}\n"
         "  group_by: [text_id, word_num]\n"
         '  id: "{{ text_id }}-{{ word_num }}"\n'
         "  context: context\n"
