@@ -3,8 +3,9 @@
 ``results.json`` keeps lm-eval's top-level keys (``results`` with ``"<metric>,none"`` and
 ``"<metric>_stderr,none"`` entries, ``configs``, ``versions``, ``n-samples``, ``higher_is_better``,
 ``task_hashes``, ``config``, ``date``) so scripts written for lm-eval read it, and adds ``metrics`` (value,
-direction, confidence interval, spread, n for every metric). Everything except ``date`` and ``timing`` is a
-deterministic function of the command, so two runs of one command give identical files apart from those keys.
+direction, confidence interval and its level ``ci_level``, spread, n for every metric). Everything except ``date``
+and ``timing`` is a deterministic function of the command, so two runs of one command give identical files apart
+from those keys.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import functools
 import hashlib
 import platform
 import subprocess
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -65,16 +67,91 @@ def lm_eval_hash(text: str) -> str:
 
 
 def metric_record(metric: Metric) -> dict[str, Any]:
+    has_ci = metric.ci_low is not None
     record: dict[str, Any] = {
         "value": metric.value,
         "higher_is_better": metric.higher_is_better,
-        "ci": [metric.ci_low, metric.ci_high] if metric.ci_low is not None else None,
+        "ci": [metric.ci_low, metric.ci_high] if has_ci else None,
+        "ci_level": metric.ci_level if has_ci else None,
         "stderr": metric.stderr,
         "n": metric.n,
     }
     if metric.spread is not None:
         record["spread"] = metric.spread
     return record
+
+
+#: The level of every interval in a results file written before results.json recorded ``ci_level`` per metric,
+#: unless the task's scorer configuration gave another ``confidence`` (the scorers' default).
+DEFAULT_CI_LEVEL = 0.95
+
+
+def _table(results: Mapping[str, Any], key: str, task: str) -> Any:
+    table = results.get(key)
+    return table.get(task) if isinstance(table, Mapping) else None
+
+
+def configured_ci_levels(results: Mapping[str, Any], task: str) -> set[float]:
+    """The interval levels the task's scorers were configured with (``configs[task].scorers[*].args.confidence``,
+    which holds ``--task-args name.confidence=...`` too), the default for a scorer that gives none."""
+    config = _table(results, "configs", task)
+    scorers = config.get("scorers") if isinstance(config, Mapping) else None
+    levels: set[float] = set()
+    for scorer in scorers if isinstance(scorers, list) else []:
+        args = scorer.get("args") if isinstance(scorer, Mapping) else None
+        level = args.get("confidence", DEFAULT_CI_LEVEL) if isinstance(args, Mapping) else DEFAULT_CI_LEVEL
+        if isinstance(level, (int, float)) and not isinstance(level, bool):
+            levels.add(float(level))
+    return levels or {DEFAULT_CI_LEVEL}
+
+
+def record_ci_level(record: Mapping[str, Any], configured: set[float]) -> float | None:
+    """The level of a metric record's interval: its ``ci_level``; for a record written before results.json had
+    that field, the one level its task's scorers were configured with (``configured_ci_levels``). None where the
+    record has no interval, or the level cannot be told (scorers of the task configured with different levels)."""
+    if not record.get("ci"):
+        return None
+    if "ci_level" in record:
+        level = record["ci_level"]
+        return float(level) if isinstance(level, (int, float)) and not isinstance(level, bool) else None
+    return next(iter(configured)) if len(configured) == 1 else None
+
+
+def metrics_with_levels(results: Mapping[str, Any], task: str) -> dict[str, Any]:
+    """The task's metric records, each with its ``ci_level`` (``record_ci_level``: older files lack it); copies,
+    in the file's order (a record that is not an object is passed through as it is)."""
+    configured = configured_ci_levels(results, task)
+    metrics = _table(results, "metrics", task)
+    out: dict[str, Any] = {}
+    for name, record in metrics.items() if isinstance(metrics, Mapping) else ():
+        if isinstance(record, Mapping):
+            record = {**record, "ci_level": record_ci_level(record, configured)}
+        out[name] = record
+    return out
+
+
+def level_text(level: float | None) -> str:
+    """``0.9`` -> ``90%``; None (an interval whose level is not known) -> ``level unknown``.
+
+    >>> [level_text(x) for x in (0.9, 0.95, 0.975, None)]
+    ['90%', '95%', '97.5%', 'level unknown']
+    """
+    return "level unknown" if level is None else f"{round(level * 100, 6):g}%"
+
+
+def interval_levels(records: list[dict[str, Any]]) -> list[float | None]:
+    """The distinct levels of the records' intervals (records without an interval left out), in first-seen order."""
+    levels: list[float | None] = []
+    for record in records:
+        if record.get("ci") and record.get("ci_level") not in levels:
+            levels.append(record.get("ci_level"))
+    return levels
+
+
+def ci_heading(levels: list[float | None]) -> str:
+    """A table's interval heading: ``90% CI`` when every interval shown has that level, else ``CI`` (each cell then
+    gives its own level)."""
+    return f"{level_text(levels[0])} CI" if len(levels) == 1 and levels[0] is not None else "CI"
 
 
 def lm_eval_entries(task: str, metrics: dict[str, Metric]) -> dict[str, Any]:
@@ -172,9 +249,13 @@ def strip_volatile(results: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in results.items() if k not in VOLATILE_KEYS + FILE_NAME_KEYS}
 
 
-def _ci_text(m: dict[str, Any]) -> str:
+def _ci_text(m: dict[str, Any], with_level: bool = False) -> str:
+    """The interval as ``[low, high]``; ``with_level`` (a table whose intervals differ in level) puts the level
+    first: ``90% [low, high]``."""
     ci = m.get("ci")
     text = f"[{ci[0]:.4f}, {ci[1]:.4f}]" if ci else ""
+    if ci and with_level:
+        text = f"{level_text(m.get('ci_level'))} {text}"
     if m.get("spread") is not None:
         text += f" ±{m['spread']:.4f} over splits"
     return text
@@ -198,10 +279,12 @@ FALLBACK_HEADLINE = 6
 def headline_rows(results: dict[str, Any]) -> tuple[list[tuple[str, ...]], int]:
     """The short table: per task its headline metrics (the scorers' ``headline``), each with its human control
     beside it; a control shown beside its metric gets no row of its own. Also returns how many metrics are not
-    shown."""
-    rows: list[tuple[str, ...]] = [("task", "metric", "value", "95% CI", "human control", "better")]
+    shown. The interval column's heading gives the level (``90% CI``) when every interval shown has one level;
+    otherwise it is ``CI`` and every interval gives its own level."""
+    picked: list[tuple[str, str, dict[str, Any], str]] = []
     hidden = 0
-    for task, metrics in results.get("metrics", {}).items():
+    for task in results.get("metrics", {}):
+        metrics = metrics_with_levels(results, task)
         names = [m for m in (results.get("headline") or {}).get(task) or [] if m in metrics]
         if not names:
             names = [m for m in metrics if "/" not in m][:FALLBACK_HEADLINE]
@@ -210,10 +293,14 @@ def headline_rows(results: dict[str, Any]) -> tuple[list[tuple[str, ...]], int]:
         shown = [m for m in names if m not in beside]
         hidden += len(metrics) - len(shown) - len(beside & set(metrics))
         for name in shown:
-            m = metrics[name]
             control = controls.get(name)
             human = f"{metrics[control]['value']:.4f} ({control})" if control in metrics else ""
-            rows.append((task, name, f"{m['value']:.4f}", _ci_text(m), human, _direction(m)))
+            picked.append((task, name, metrics[name], human))
+    levels = interval_levels([m for _, _, m, _ in picked])
+    mixed = ci_heading(levels) == "CI"
+    rows: list[tuple[str, ...]] = [("task", "metric", "value", ci_heading(levels), "human control", "better")]
+    for task, name, m, human in picked:
+        rows.append((task, name, f"{m['value']:.4f}", _ci_text(m, mixed), human, _direction(m)))
     return rows, hidden
 
 
@@ -221,15 +308,19 @@ def format_table(results: dict[str, Any], full: bool = False) -> str:
     """A plain-text table for the end of ``harness run``: the headline metrics with their human controls, or
     (``full``) every task metric."""
     if full:
-        rows: list[tuple[str, ...]] = [("task", "metric", "value", "95% CI", "better")]
+        picked: list[tuple[str, str, dict[str, Any]]] = []
         groups: dict[str, int] = {}
-        for task, metrics in results.get("metrics", {}).items():
-            for name, m in metrics.items():
+        for task in results.get("metrics", {}):
+            for name, m in metrics_with_levels(results, task).items():
                 if name.count("/") >= 2:
                     # A per-group breakdown (``string.prob/acc/Irony``): in results.json, summarised below.
                     groups[task] = groups.get(task, 0) + 1
                     continue
-                rows.append((task, name, f"{m['value']:.4f}", _ci_text(m), _direction(m)))
+                picked.append((task, name, m))
+        levels = interval_levels([m for _, _, m in picked])
+        mixed = ci_heading(levels) == "CI"
+        rows: list[tuple[str, ...]] = [("task", "metric", "value", ci_heading(levels), "better")]
+        rows += [(task, name, f"{m['value']:.4f}", _ci_text(m, mixed), _direction(m)) for task, name, m in picked]
         lines = _aligned(rows)
         for task, count in groups.items():
             lines.append(f"{task}: {count} per-group metrics (e.g. per phenomenon) are in results.json")

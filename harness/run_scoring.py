@@ -12,6 +12,7 @@ import datetime as dt
 import json
 import sys
 import time
+from dataclasses import replace
 from typing import Any
 
 from harness.errors import HarnessError
@@ -172,7 +173,9 @@ def _score_task(
 
     metrics: dict[str, Metric] = {}
     for scorer in scorers:
-        agg = scorer.aggregate(per_scorer[scorer.name], derive_rng(seed, config.task, scorer.name, "aggregate"))
+        agg = _with_levels(
+            scorer, scorer.aggregate(per_scorer[scorer.name], derive_rng(seed, config.task, scorer.name, "aggregate"))
+        )
         r.metrics_by_scorer[scorer.name] = list(agg)
         clash = set(agg) & set(metrics)
         if clash:
@@ -191,6 +194,18 @@ def _score_task(
                 sample.setdefault("reports", {})[scorer.name] = entry
         reports[scorer.name] = report
     return metrics, samples, summary, unavailable, reports
+
+
+def _with_levels(scorer: Scorer, metrics: dict[str, Metric]) -> dict[str, Metric]:
+    """Every interval with its level: a metric a scorer built with an interval but no ``ci_level`` (a plugin's own
+    interval) gets the scorer's ``confidence`` where it has that option, else stays of unknown level."""
+    confidence = getattr(scorer, "confidence", None)
+    if not isinstance(confidence, float):
+        return metrics
+    return {
+        name: replace(m, ci_level=confidence) if m.ci_low is not None and m.ci_level is None else m
+        for name, m in metrics.items()
+    }
 
 
 def _headline(r: TaskRun, metrics: dict[str, Metric], unavailable: dict[str, str]) -> list[str]:

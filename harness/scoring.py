@@ -75,8 +75,8 @@ class Metric:
     value: float
     #: Which direction is better (results.json and the leaderboard show it); None for a descriptive quantity.
     higher_is_better: bool | None
-    #: Low end of the bootstrap confidence interval at the scorer's ``confidence`` (default 0.95); ``value`` for a
-    #: single instance, None where no interval was computed (results.json then has no ``ci``).
+    #: Low end of the bootstrap confidence interval at level ``ci_level`` (the scorer's ``confidence``, default
+    #: 0.95); ``value`` for a single instance, None where no interval was computed (results.json then has no ``ci``).
     ci_low: float | None = None
     #: High end of that interval, None exactly when ``ci_low`` is.
     ci_high: float | None = None
@@ -87,6 +87,10 @@ class Metric:
     n: int = 0
     #: Spread across resampled human splits, where the metric is itself an average over splits.
     spread: float | None = None
+    #: Level of the interval ``ci_low``..``ci_high`` (0.95 for a 95% interval), set by ``mean_metric`` and
+    #: ``bootstrap_metric``; a scorer that builds an interval itself sets it, or the harness takes the scorer's
+    #: ``confidence`` option (else the level is unknown, and shown so). results.json records it as ``ci_level``.
+    ci_level: float | None = None
 
 
 class Scorer(ABC):

@@ -9,9 +9,10 @@ model and the human reference) are only called different when the intervals say 
   confidences across instances), with the instances resampled jointly (one index draw per resample is applied to
   every column, so pairs stay paired). ``stderr`` is the standard deviation of the bootstrap distribution.
 
-Both are deterministic given the ``numpy.random.Generator`` passed in. Degenerate inputs do not warn or produce
-NaN: with one value, or values that are all equal, the CI is ``(value, value)``; with no values the metric's
-value is NaN and ``n`` is 0 (the caller had nothing to aggregate).
+Both record the interval's level (``confidence``) on the metric as ``ci_level``, which results.json, the tables,
+the leaderboard and the exports show. Both are deterministic given the ``numpy.random.Generator`` passed in.
+Degenerate inputs do not warn or produce NaN: with one value, or values that are all equal, the CI is
+``(value, value)``; with no values the metric's value is NaN and ``n`` is 0 (the caller had nothing to aggregate).
 """
 
 from __future__ import annotations
@@ -63,10 +64,10 @@ def mean_metric(
         raise ValueError("mean_metric got a non-finite value")
     value = float(np.mean(data))
     if n == 1:
-        return Metric(value, higher_is_better, value, value, None, n, spread)
+        return Metric(value, higher_is_better, value, value, None, n, spread, confidence)
     stderr = sample_std(data) / math.sqrt(n)
     if np.all(data == data[0]):
-        return Metric(value, higher_is_better, value, value, 0.0, n, spread)
+        return Metric(value, higher_is_better, value, value, 0.0, n, spread, confidence)
     result = scipy.stats.bootstrap(
         (data,),
         np.mean,
@@ -77,7 +78,7 @@ def mean_metric(
         **{_RNG_KWARG: rng},
     )
     low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-    return Metric(value, higher_is_better, low, high, stderr, n, spread)
+    return Metric(value, higher_is_better, low, high, stderr, n, spread, confidence)
 
 
 def sample_std(values: NDArray[Any]) -> float:
@@ -120,15 +121,15 @@ def bootstrap_metric(
         return _empty(higher_is_better, spread)
     value = float(statistic(*arrays))
     if n == 1:
-        return Metric(value, higher_is_better, value, value, None, n, spread)
+        return Metric(value, higher_is_better, value, value, None, n, spread, confidence)
     indices = rng.integers(0, n, size=(n_resamples, n))
     boot = np.array([float(statistic(*(a[idx] for a in arrays))) for idx in indices])
     if np.all(boot == boot[0]):
-        return Metric(value, higher_is_better, value, value, 0.0, n, spread)
+        return Metric(value, higher_is_better, value, value, 0.0, n, spread, confidence)
     alpha = (1.0 - confidence) / 2.0
     low, high = (float(x) for x in np.quantile(boot, [alpha, 1.0 - alpha]))
     stderr = sample_std(boot)
-    return Metric(value, higher_is_better, low, high, stderr, n, spread)
+    return Metric(value, higher_is_better, low, high, stderr, n, spread, confidence)
 
 
 def split_spread(per_split: Sequence[float] | ArrayLike) -> float | None:

@@ -71,7 +71,13 @@ def test_rows_columns_and_the_human_control_hold_the_runs_numbers(
     assert provo["version"] == cloze["versions"]["provo"] and provo["data_hash"] == cloze["task_hashes"]["provo"]
     assert provo["instances"] == 3 and provo["instances_in_data"] == 2687 and provo["samples_per_input"] == 30
     assert provo["headline"] == "tvd" and board["tasks"]["asset-test"]["headline"] == "unigram_w1_mh"
-    assert provo["columns"]["tvd"] == {"higher_is_better": False, "human_control": True, "group": False}
+    assert provo["columns"]["tvd"] == {
+        "higher_is_better": False,
+        "human_control": True,
+        "group": False,
+        "ci_levels": [0.95],
+        "mixed_ci_levels": False,
+    }
     assert provo["columns"]["model_reject_rate"]["human_control"] is False
     assert board["mixed"] == [] and board["harness_version"] == cloze["library_versions"]["harness"]
     # Files: the page, and the three kinds of figure.

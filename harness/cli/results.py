@@ -12,6 +12,7 @@ from harness.cli.parsing import add_command
 from harness.errors import HarnessError
 from harness.extras import install_hint, missing_modules
 from harness.files import WriteError, ensure_output_dir
+from harness.results import level_text
 from harness.run_dir import TaskSource, read_samples, task_sources
 
 #: ``harness export --format`` choices (``harness.exports.FORMATS``, imported only when exporting).
@@ -27,7 +28,13 @@ def add_leaderboard(sub: Any) -> None:
             "harness leaderboard runs/hf__smollm2-135m runs/human -o leaderboards/provo",
             "harness leaderboard runs/old/results.json runs/new/results.json -o leaderboards/mixed --allow-mixed",
         ),
-        description="fold results.json files into a leaderboard: JSON, an HTML page, PNG plots (docs/leaderboard.md)",
+        description=(
+            "fold results.json files into a leaderboard: JSON, an HTML page, PNG plots (docs/leaderboard.md)\n\n"
+            "Every interval is shown at the level it was computed at (a scorer's confidence option, default 95%).\n"
+            "A column whose runs computed intervals at different levels (--task-args NAME.confidence=0.9 in one run)\n"
+            "is merged, not refused: its heading says e.g. '90%/95% CI, mixed levels', each of its cells gives its\n"
+            "own level, and a warning line names the column."
+        ),
     )
     p.add_argument("results", nargs="+", help="run folders or results files (human-only runs included)")
     p.add_argument("-o", "--output", required=True, help="the leaderboard's folder, e.g. leaderboards/NAME")
@@ -78,6 +85,12 @@ def cmd_leaderboard(args: argparse.Namespace) -> int:
     for mixed in board["mixed"]:
         why = "; ".join(mixed["differs"])
         print(f"warning: merged although not comparable: {mixed['task']}: {mixed['source']}: {why}")
+    for column in board["mixed_ci_levels"]:
+        levels = ", ".join(level_text(level) for level in column["levels"])
+        print(
+            f"warning: {column['task']}: {column['column']}: intervals at different levels ({levels}); "
+            "marked in the leaderboard, each cell with its level"
+        )
     plots = len(board["files"].get("plots", []))
     print(f"wrote {output / 'leaderboard.json'}, {output / board['files']['html']} and {plots} plots")
     return 0

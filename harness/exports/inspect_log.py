@@ -21,9 +21,10 @@ What each part holds:
 - ``plan``: one step, the request kind (``harness/generate``, ``harness/sample_words``,
   ``harness/multiple_choice``) with the task's request parameters.
 - ``results``: one ``EvalScore`` per harness metric (scorer ``harness``, the score named after the metric) with
-  the metrics ``value``, ``stderr``, ``ci_low``, ``ci_high`` and, where the metric averages over human splits,
-  ``spread``; ``scored_samples`` is the metric's n; ``metadata`` holds its direction (``higher_is_better``) and
-  its human control. ``headline`` points at the task's first headline metric.
+  the metrics ``value``, ``stderr``, ``ci_low``, ``ci_high`` (each with the interval's level as ``params.level``,
+  0.9 for 90%) and, where the metric averages over human splits, ``spread``; ``scored_samples`` is the metric's n;
+  ``metadata`` holds its direction (``higher_is_better``), its interval's level (``ci_level``) and its human
+  control. ``headline`` points at the task's first headline metric.
 - ``stats``: start and end times; token usage for API models.
 - ``samples``: one per instance (epoch 1): ``id`` (the harness's instance id), ``input`` (the prompt; for a
   human-only run, the instance's inputs as text), ``choices`` (the options, multiple choice), ``target`` (the
@@ -68,6 +69,7 @@ from harness.exports.common import (
     task_config,
 )
 from harness.files import atomic_write_text
+from harness.results import metrics_with_levels
 
 #: The eval log format version written (inspect_ai's ``EvalLog.version``).
 LOG_VERSION = 2
@@ -111,8 +113,9 @@ def _number(value: Any) -> float | None:
     return None
 
 
-def _metric(name: str, value: float) -> dict[str, Any]:
-    return {"name": name, "value": value, "params": {}}
+def _metric(name: str, value: float, level: float | None = None) -> dict[str, Any]:
+    """An inspect ``EvalMetric``; an interval's ends carry its level as the parameter ``level`` (0.9: 90%)."""
+    return {"name": name, "value": value, "params": {} if level is None else {"level": level}}
 
 
 def eval_score(name: str, record: Mapping[str, Any], control: Any) -> dict[str, Any]:
@@ -123,14 +126,17 @@ def eval_score(name: str, record: Mapping[str, Any], control: Any) -> dict[str, 
     if stderr is not None:
         metrics["stderr"] = _metric("stderr", stderr)
     ci = record.get("ci")
+    level = _number(record.get("ci_level"))
     if isinstance(ci, list) and len(ci) == 2 and all(_number(x) is not None for x in ci):
-        metrics["ci_low"] = _metric("ci_low", float(ci[0]))
-        metrics["ci_high"] = _metric("ci_high", float(ci[1]))
+        metrics["ci_low"] = _metric("ci_low", float(ci[0]), level)
+        metrics["ci_high"] = _metric("ci_high", float(ci[1]), level)
     spread = _number(record.get("spread"))
     if spread is not None:
         metrics["spread"] = _metric("spread", spread)
     n = record.get("n")
     metadata: dict[str, Any] = {"higher_is_better": record.get("higher_is_better")}
+    if "ci_low" in metrics:
+        metadata["ci_level"] = level
     if control is not None:
         metadata["control"] = control
     return {
@@ -327,7 +333,7 @@ def eval_log(
     key = f"{run_key}\x1f{task}"
     samples = [eval_sample(kind, r, system, model, key) for r in records]
 
-    metrics = as_mapping(_per_task(results, "metrics", task))
+    metrics = metrics_with_levels(results, task)
     controls = as_mapping(_per_task(results, "controls", task))
     scores = [eval_score(name, m, controls.get(name)) for name, m in metrics.items() if isinstance(m, Mapping)]
     headline_names = [n for n in (_per_task(results, "headline", task) or []) if n in metrics]

@@ -9,9 +9,10 @@ human-only run is ``human``):
   ``transformers_version``, ``lm_eval_version``, ``upper_git_hash``, ``task_hashes``, ``model_source``,
   ``model_name``, ``model_name_sanitized``, ``system_instruction``(``_sha``), ``fewshot_as_multiturn``,
   ``chat_template``(``_sha``), ``start_time``, ``end_time``, ``total_evaluation_time_seconds``), plus ``harness``:
-  what lm-eval has no key for (every metric's confidence interval and n, controls, notes, reports, data sources,
-  library versions, format version). ``results[task]`` is the run's own lm-eval-form entry (``"<metric>,none"``,
-  ``"<metric>_stderr,none"``) with lm-eval's ``name`` and ``sample_len``; ``date`` is a Unix time as in lm-eval;
+  what lm-eval has no key for (every metric's confidence interval with its level ``ci_level``, and n, controls,
+  notes, reports, data sources, library versions, format version). ``results[task]`` is the run's own lm-eval-form
+  entry (``"<metric>,none"``, ``"<metric>_stderr,none"``) with lm-eval's ``name`` and ``sample_len``; ``date`` is a
+  Unix time as in lm-eval;
   ``task_hashes`` is lm-eval's (sha256 of every sample's ``doc_hash + prompt_hash + target_hash``), not the
   harness's data-file hash (that is under ``harness.data_hashes``).
 - ``samples_<task>_<stamp>.jsonl``: one line per instance with ``doc_id``, ``doc``, ``target``, ``arguments``,
@@ -88,7 +89,7 @@ from harness.exports.common import (
     task_config,
 )
 from harness.files import atomic_write_text
-from harness.results import lm_eval_hash
+from harness.results import lm_eval_hash, metrics_with_levels
 
 #: The keys of an lm-eval sample record; a per-instance value of one of these names would be lost.
 SAMPLE_KEYS = (
@@ -342,6 +343,8 @@ def export(results: dict[str, Any], samples: Mapping[str, list[dict[str, Any]]],
         if key == "format_version":
             if key in results:
                 harness_extra[key] = results[key]
+        elif key == "metrics":  # every interval with its level, also for a run written before results.json had it
+            harness_extra[key] = {t: metrics_with_levels(results, t) for t in per_task(key)}
         else:
             harness_extra[key] = per_task(key)
     for key in _HARNESS_TASK_KEYS:

@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from harness.leaderboard.collect import System, TaskResult
-from harness.leaderboard.plots import file_slug, save_figure
+from harness.leaderboard.plots import file_slug, intervals_label, save_figure
+from harness.results import DEFAULT_CI_LEVEL, level_text
 
 #: The scorers whose reports the leaderboard keeps and draws.
 ANALYSIS_REPORTS = ("sample_size", "replacement", "gap_predictors")
@@ -54,7 +55,8 @@ def sample_size_plot(task: str, by_model: dict[str, dict[str, Any]], path: Path)
     ax.set_xscale("log")
     ax.set_xlabel("model samples per context")
     ax.set_ylabel("mean |TVD - all-samples TVD|")
-    ax.set_title(f"{task}: how many samples are enough (95% intervals)")
+    levels = [r["sample_size"].get("ci_level", DEFAULT_CI_LEVEL) for r in by_model.values() if "sample_size" in r]
+    ax.set_title(f"{task}: how many samples are enough ({intervals_label(levels)})")
     ax.legend(fontsize=8)
     save_figure(fig, path)
     return True
@@ -91,7 +93,8 @@ def replacement_plot(task: str, by_model: dict[str, dict[str, Any]], path: Path)
 
 
 def gap_predictors_plot(task: str, label: str, report: dict[str, Any], path: Path) -> bool:
-    """The ARD coefficients with their 95% credible intervals; pruned features shown at 0 in grey."""
+    """The ARD coefficients with their credible intervals (at the report's ``ci_level``, 95% in reports written
+    before it was recorded); pruned features shown at 0 in grey."""
     import matplotlib.pyplot as plt
 
     coefficients = report.get("coefficients") or []
@@ -109,7 +112,9 @@ def gap_predictors_plot(task: str, label: str, report: dict[str, Any], path: Pat
     ax.axvline(0, color="#222222", linewidth=0.8)
     ax.invert_yaxis()
     ax.set_xlabel("change in TVD (continuous features: per standard deviation)")
-    ax.set_title(f"{task}, {label}: predictors of the gap (R^2 {report['r2']:.2f}; grey: pruned)", fontsize=9)
+    level = level_text(report.get("ci_level", DEFAULT_CI_LEVEL))
+    title = f"{task}, {label}: predictors of the gap (R^2 {report['r2']:.2f}; {level} intervals; grey: pruned)"
+    ax.set_title(title, fontsize=9)
     ax.tick_params(labelsize=8)
     save_figure(fig, path)
     return True

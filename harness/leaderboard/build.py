@@ -51,6 +51,14 @@ def _tasks(entries: list[TaskResult], systems: list[dict[str, Any]]) -> dict[str
                 )
                 meta["human_control"] = meta["human_control"] or column in controlled
                 meta["group"] = column.count("/") >= 1
+                if record.get("ci"):
+                    levels = meta.setdefault("ci_levels", [])
+                    if record.get("ci_level") not in levels:
+                        levels.append(record.get("ci_level"))
+        for meta in info["columns"].values():
+            levels = sorted(meta.pop("ci_levels", []), key=lambda level: (level is None, level or 0.0))
+            meta["ci_levels"] = levels
+            meta["mixed_ci_levels"] = len(levels) > 1
         model_columns = [c for s in systems if s["kind"] == "model" for c in s["metrics"].get(task, {})]
         headline = next((c for c in model_columns if c in controlled), model_columns[0] if model_columns else None)
         info["headline"] = headline
@@ -88,6 +96,12 @@ def build(
         },
         "mixed": [{"task": task, "source": source, "differs": why} for (task, source), why in sorted(problems.items())],
     }
+    board["mixed_ci_levels"] = [
+        {"task": task, "column": column, "levels": meta["ci_levels"]}
+        for task, info in board["tasks"].items()
+        for column, meta in info["columns"].items()
+        if meta["mixed_ci_levels"]
+    ]
     analyses = collect_analyses(entries)
     if analyses:  # only boards with runs scored by the analysis scorers (sample_size, replacement, gap_predictors)
         board["analyses"] = analyses

@@ -5,7 +5,8 @@ temperature) and, for tasks asked several ways (multiple choice), the scoring me
 ``acc`` column of the ``string.prob`` row. Human-only runs give the human control row: under each model metric's
 column it shows the control metric the run paired with it (``results.json``, ``controls``), and its other metrics
 under their own names. Results that are not comparable are refused unless the caller allows them, and then every
-affected cell says why.
+affected cell says why. Every cell keeps the level of its interval (``ci_level``); a column whose cells were computed
+at different levels (``--task-args NAME.confidence=...`` in one run) is merged and marked, not refused.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from harness.errors import HarnessError
 from harness.registry import get_registry
+from harness.results import metrics_with_levels
 from harness.run_dir import samples_file, task_sources
 
 HUMAN = "human"
@@ -50,7 +52,9 @@ class TaskResult:
 
     @property
     def metrics(self) -> dict[str, dict[str, Any]]:
-        return dict(self.results["metrics"].get(self.key, {}))
+        """The task's metric records, each with the level of its interval (``ci_level``; for a file written before
+        results.json recorded it, the level its scorers were configured with)."""
+        return metrics_with_levels(self.results, self.key)
 
     @property
     def samples_path(self) -> Path:

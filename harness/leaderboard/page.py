@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.files import atomic_write_text
+from harness.results import level_text
 
 PAGE = "index.html"
 
@@ -28,15 +29,19 @@ def _fmt(value: float | None) -> str:
     return f"{value:.4f}" if abs(value) < 1000 else f"{value:.1f}"
 
 
-def _cell(record: dict[str, Any] | None, mixed: bool) -> str:
+def _cell(record: dict[str, Any] | None, mixed: bool, show_level: bool = False) -> str:
+    """One value with its interval; the title gives the interval's level, and ``show_level`` (a column whose
+    intervals differ in level) puts it in the cell too."""
     if record is None:
         return '<td class="num" data-v=""></td>'
     value = record.get("value")
     ci = record.get("ci")
-    title = f"95% CI [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else "no interval"
+    level = level_text(record.get("ci_level"))
+    title = f"{level} CI [{_fmt(ci[0])}, {_fmt(ci[1])}]" if ci else "no interval"
     if record.get("spread") is not None:
         title += f"; ±{_fmt(record['spread'])} over human splits"
-    text = _fmt(value) + (f'<span class="ci"> [{_fmt(ci[0])}, {_fmt(ci[1])}]</span>' if ci else "")
+    shown_level = f'<span class="level">{level}</span> ' if show_level else ""
+    text = _fmt(value) + (f'<span class="ci"> {shown_level}[{_fmt(ci[0])}, {_fmt(ci[1])}]</span>' if ci else "")
     mark = ' <span class="mixed" title="not comparable: see the notes">†</span>' if mixed else ""
     data = "" if value is None else repr(float(value))
     return f'<td class="num" data-v="{data}" title="{html.escape(title)}">{text}{mark}</td>'
@@ -46,11 +51,36 @@ def _arrow(direction: bool | None) -> str:
     return {True: " ↑", False: " ↓", None: ""}[direction]
 
 
-def _table(table_id: str, systems: list[dict[str, Any]], cells: list[tuple[str, str, str]]) -> str:
+def _levels_heading(meta: dict[str, Any], board_levels: list[float | None]) -> str:
+    """A column heading's interval level: nothing where the whole board has one level (the page says it once),
+    ``90% CI`` where the column has one, ``90%/95% CI, mixed levels`` where its runs computed different levels."""
+    levels = meta.get("ci_levels") or []
+    if not levels or len(board_levels) <= 1:
+        return ""
+    text = "/".join(level_text(level) for level in levels) + " CI"
+    if meta.get("mixed_ci_levels"):
+        return f'<br><small class="mixed-levels">{html.escape(text)}, mixed levels</small>'
+    return f"<br><small>{html.escape(text)}</small>"
+
+
+def board_levels(board: dict[str, Any]) -> list[float | None]:
+    """Every interval level on the board, across tasks and columns."""
+    levels: list[float | None] = []
+    for info in board["tasks"].values():
+        for meta in info["columns"].values():
+            levels += [level for level in meta.get("ci_levels", []) if level not in levels]
+    return sorted(levels, key=lambda level: (level is None, level or 0.0))
+
+
+def _table(
+    table_id: str, systems: list[dict[str, Any]], cells: list[tuple[str, str, str]], board: dict[str, Any]
+) -> str:
     """``cells``: (task, column, heading) per column."""
     head = ['<th data-type="text">system</th>']
+    everywhere = board_levels(board)
     for task, column, heading in cells:
-        head.append(f'<th data-type="num" title="{html.escape(task)}: {html.escape(column)}">{heading}</th>')
+        levels = _levels_heading(board["tasks"][task]["columns"].get(column, {}), everywhere)
+        head.append(f'<th data-type="num" title="{html.escape(task)}: {html.escape(column)}">{heading}{levels}</th>')
     rows = []
     for system in systems:
         if not any(task in system["metrics"] for task, _, _ in cells):
@@ -59,7 +89,8 @@ def _table(table_id: str, systems: list[dict[str, Any]], cells: list[tuple[str, 
         tds = [f'<td class="system" data-v="{html.escape(system["label"])}">{html.escape(system["label"])}</td>']
         for task, column, _ in cells:
             record = system["metrics"].get(task, {}).get(column)
-            tds.append(_cell(record, task in system.get("mixed", {}) and record is not None))
+            show_level = bool(board["tasks"][task]["columns"].get(column, {}).get("mixed_ci_levels"))
+            tds.append(_cell(record, task in system.get("mixed", {}) and record is not None, show_level))
         rows.append(f'<tr class="{kind}">' + "".join(tds) + "</tr>")
     return (
         f'<table class="sortable" id="{table_id}"><thead><tr>{"".join(head)}</tr></thead>'
@@ -80,7 +111,7 @@ def _overview(board: dict[str, Any]) -> str:
                     f"{html.escape(task)}<br><small>{html.escape(column)}{_arrow(meta['higher_is_better'])}</small>",
                 )
             )
-    return _table("overview", board["systems"], cells)
+    return _table("overview", board["systems"], cells, board)
 
 
 def _task_section(index: int, task: str, info: dict[str, Any], board: dict[str, Any], plots: list[str]) -> str:
@@ -101,6 +132,13 @@ def _task_section(index: int, task: str, info: dict[str, Any], board: dict[str, 
         f'<section class="task" id="task-{index}" data-task="{html.escape(task)}"><h2>{html.escape(task)}</h2>',
         f'<p class="facts">{facts}</p><p class="description">{html.escape(info.get("description", ""))}</p>',
     ]
+    for m in board.get("mixed_ci_levels", []):
+        if m["task"] == task:
+            levels = ", ".join(level_text(level) for level in m["levels"])
+            parts.append(
+                f'<p class="warning">{html.escape(m["column"])}: intervals at different levels ({levels}): '
+                "each cell gives its own level</p>"
+            )
     mixed = [m for m in board["mixed"] if m["task"] == task]
     for m in mixed:
         parts.append(
@@ -109,10 +147,10 @@ def _task_section(index: int, task: str, info: dict[str, Any], board: dict[str, 
         )
     if compared:
         parts.append("<h3>Compared with the human control</h3>")
-        parts.append(_table(f"t{index}-compared", board["systems"], cells(compared)))
+        parts.append(_table(f"t{index}-compared", board["systems"], cells(compared), board))
     if others:
         parts.append(f"<details><summary>Other metrics ({len(others)})</summary>")
-        parts.append(_table(f"t{index}-other", board["systems"], cells(others)) + "</details>")
+        parts.append(_table(f"t{index}-other", board["systems"], cells(others), board) + "</details>")
     groups = len(info["columns"]) - len(columns)
     if groups:
         parts.append(f'<p class="note">{groups} per-group metrics (e.g. per phenomenon) are in leaderboard.json.</p>')
@@ -120,6 +158,19 @@ def _task_section(index: int, task: str, info: dict[str, Any], board: dict[str, 
         parts.append(f'<figure><img src="{html.escape(plot)}" alt="{html.escape(plot)}" loading="lazy"></figure>')
     parts.append("</section>")
     return "".join(parts)
+
+
+def _levels_sentence(board: dict[str, Any]) -> str:
+    """What the brackets are, with their level: one level for the whole board, or where to read it."""
+    levels = board_levels(board)
+    if len(levels) == 1:
+        return f"brackets are {level_text(levels[0])} bootstrap intervals."
+    if not levels:
+        return "no value has an interval."
+    return (
+        f"brackets are bootstrap intervals at different levels ({', '.join(level_text(x) for x in levels)}): each "
+        "column heading gives its level, and a column marked 'mixed levels' gives it in each cell."
+    )
 
 
 def render(board: dict[str, Any], instances: dict[str, Any], plots: dict[str, list[str]]) -> str:
@@ -142,7 +193,7 @@ def render(board: dict[str, Any], instances: dict[str, Any], plots: dict[str, li
 <h1>{title}</h1>
 <p class="facts">harness {html.escape(board["harness_version"])} · built {html.escape(board["created"])} ·
 rows are systems (model · decoding · scoring method); the human row is the human control; ↓ lower is better,
-↑ higher is better; brackets are 95% bootstrap intervals. Click a column heading to sort.</p>
+↑ higher is better; {_levels_sentence(board)} Click a column heading to sort.</p>
 <h2>Overview</h2>
 {_overview(board)}
 {tasks}

@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from harness.results import level_text
+
 #: Contexts drawn in the PNG bar charts (the page shows any context).
 BAR_CONTEXTS = 6
 HUMAN_COLOUR = "#222222"
@@ -110,6 +112,14 @@ def wasserstein_plot(task: str, view: dict[str, Any], path: Path) -> bool:
     return True
 
 
+def intervals_label(levels: list[float | None]) -> str:
+    """``90% intervals``, or ``intervals at 90%, 95%`` when a figure's intervals differ in level."""
+    distinct = sorted(set(levels), key=lambda level: (level is None, level or 0.0))
+    if len(distinct) == 1:
+        return f"{level_text(distinct[0])} intervals"
+    return "intervals at " + ", ".join(level_text(level) for level in distinct) if distinct else "no intervals"
+
+
 def methods_plot(task: str, board: dict[str, Any], path: Path) -> bool:
     """Multiple choice: accuracy and TVD of every way of asking, with the human control as a line."""
     import matplotlib.pyplot as plt
@@ -132,7 +142,9 @@ def methods_plot(task: str, board: dict[str, Any], path: Path) -> bool:
             ax.legend(fontsize=8)
         ax.set_xlabel(key)
         ax.tick_params(labelsize=7)
-    fig.suptitle(f"{task}: every way of asking (95% intervals)", fontsize=10)
+    cells = [s["metrics"][task].get(key, {}) for key in keys for s in rows]
+    levels = [cell.get("ci_level") for cell in cells if cell.get("ci")]
+    fig.suptitle(f"{task}: every way of asking ({intervals_label(levels)})", fontsize=10)
     save_figure(fig, path)
     return True
 

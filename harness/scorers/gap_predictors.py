@@ -161,12 +161,13 @@ class GapPredictorsScorer(ClozeScorer):
                 f: {"mean": float(m), "sd": float(s)} for f, m, s in zip(CONTINUOUS, means, sds, strict=True)
             },
             "coefficients": coefficients,
+            "ci_level": self.confidence,
         }
         metrics = {"gap_r2": Metric(value=r2, higher_is_better=None, n=len(rows))}
         for c in coefficients[: len(CONTINUOUS)]:
             metrics[f"gap_coef_{c['feature']}"] = Metric(
                 value=c["coef"], higher_is_better=None, ci_low=c["ci"][0], ci_high=c["ci"][1], stderr=c["sd"],
-                n=len(rows),
+                n=len(rows), ci_level=self.confidence,
             )  # fmt: skip
         return metrics
 

@@ -139,5 +139,6 @@ class SampleSizeScorer(ClozeScorer):
             "curve": curve,
             "full_n_median": float(np.median(sizes)) if sizes else None,
             "n_repeats": self.args["n_repeats"],
+            "ci_level": self.confidence,
             "text": "TVD against the all-samples value, by sample size:\n" + "\n".join(lines),
         }
