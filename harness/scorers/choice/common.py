@@ -40,6 +40,7 @@ known). The scorer's ``notes`` say so.
 
 from __future__ import annotations
 
+import fnmatch
 import math
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -282,6 +283,9 @@ class ChoiceScorer(ArgsScorer):
     systems: dict[str, str] = {}
     #: Each system's accuracy (``string.prob/acc``); per-group breakdowns stay in ``--full-table``.
     headline: ClassVar[tuple[str, ...] | None] = ("*/acc",)
+    #: The headline of a task with no accuracy (its data names no target: a label distribution): each system's TVD
+    #: to the people's distribution (``string.prob/tvd``), the chance row's beside them (``chance/tvd``).
+    headline_without_target: ClassVar[tuple[str, ...]] = ("*/tvd",)
     options: ClassVar[Options] = Options(
         Option("choice_rule", one_of(*CHOICE_RULES), "auto", "how scores become choices", " | ".join(CHOICE_RULES)),
         Option("choice_temperature", positive_float, 1.0, "temperature of the softmax choice rule", "float > 0"),
@@ -354,6 +358,14 @@ class ChoiceScorer(ArgsScorer):
             values[self.system_name(score)] = row
         values.update(self.extra_values(item, response))
         return values
+
+    def headline_metrics(self, own: Sequence[str], metrics: Collection[str]) -> list[str]:
+        names = super().headline_metrics(own, metrics)
+        if names or not self.headline:
+            return names
+        # No accuracy anywhere in the task: a label distribution, whose headline is the distance to the people's.
+        patterns = self.headline_without_target
+        return [m for m in metrics if any(fnmatch.fnmatchcase(m, pattern) for pattern in patterns)]
 
     def controls(self, metrics: Collection[str]) -> dict[str, str]:
         # Every way of asking is compared with the people's own numbers (mcq_human), overall and per phenomenon.

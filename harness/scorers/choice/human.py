@@ -42,6 +42,9 @@ class HumanChoiceScorer(ChoiceScorer):
     name: ClassVar[str] = "mcq_human"
     method: ClassVar[str] = "human"
     systems: dict[str, str] = {}
+    #: Without a target: the chance row's TVD and the split-half control's (shown beside each method's TVD; a row
+    #: of its own in a human-only run).
+    headline_without_target: ClassVar[tuple[str, ...]] = ("chance/tvd", "human/control_tvd")
     options: ClassVar[Options] = Options(
         Option("n_splits", positive_int, 10, "random split-halves of the people for the human control"),
     )
