@@ -302,6 +302,11 @@ def test_file_errors_name_the_file_and_the_real_cause(tmp_path: Path) -> None:
         ("h.jsonl", b"\n", "jsonl", "empty file (only white space), no rows"),
         ("i.json", b"[]", "json", "no rows (an empty list of records)"),
     ]
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"x": pa.array([], pa.string())}), str(tmp_path / "zero.parquet"))
+    cases.append(("zero.parquet", (tmp_path / "zero.parquet").read_bytes(), "parquet", "no rows (a table of 0 rows)"))
     for name, data, fmt, expected in cases:
         path = write(tmp_path, name, data)
         with pytest.raises(HarnessError) as err:

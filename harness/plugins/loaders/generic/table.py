@@ -389,6 +389,13 @@ def _header(path: Path, record: list[str], line: int) -> list[str]:
 def _parquet_rows(path: Path) -> list[dict[str, Any]]:
     """One Parquet file's rows through ``datasets`` (one file at a time, so each row's file is known); an error is
     the reader's innermost cause, once (``datasets`` logs nothing here)."""
+    import pyarrow.parquet as pq
+
+    try:
+        if pq.ParquetFile(path).metadata.num_rows == 0:
+            return []  # said as "no rows" (datasets would say 'Instruction "train" corresponds to no data!')
+    except Exception as exc:  # pyarrow's errors for a damaged file
+        raise HarnessError(f"{path}: not a readable Parquet file: {_cause(exc)}") from None
     try:
         with _quiet_datasets() as datasets:
             dataset = datasets.load_dataset("parquet", data_files=str(path), split="train")
