@@ -43,6 +43,7 @@ def test_results_carry_provenance_and_samples_carry_the_request_and_lm_eval_hash
         "seed": first["seed"],
         "temperature": 1.0,
         "mode": "exact",
+        "segmenter": "spaces",
         "max_new_tokens": 32,
         "instance_id": "1-2",
     }
