@@ -6,16 +6,20 @@ Human data given only as proportions (``ClozeInstance.counts_known`` False) is a
 on distributions takes it as it is, and the ones on individual people (``expand``, ``split_halves``,
 ``subsample``) refuse a count that is not a whole number rather than round it.
 Everything is deterministic: ties are broken by the lexicographically smallest word, and the only randomness
-(``split_halves``) comes from the ``numpy.random.Generator`` the caller passes in.
+(``split_halves``, ``subsample``) comes from the ``numpy.random.Generator`` the caller passes in. Nothing lists
+more than ``EXPAND_LIMIT`` people one by one: above it, draws are made from the counts, so a count of 10**15 costs
+no memory (above ``MAX_DRAWN`` it is refused as a data error, ``TooManyPeopleError``).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
+
+from harness.errors import HarnessError
 
 #: Numbers of people or samples per word; human data given as proportions has shares here (see the module docstring).
 Counts = Mapping[str, int] | Mapping[str, float]
@@ -135,21 +139,98 @@ def majority_words(counts: Counts | Distribution) -> frozenset[str]:
     return frozenset(word for word, count in positive.items() if count == top)
 
 
-def expand(counts: Counts) -> list[str]:
-    """The individual items of ``counts``, words in sorted order (so a random draw from them depends only on the
-    counts and the generator, not on dictionary order).
+#: Up to this many people (or samples), ``split_halves`` and ``subsample`` list the individual guesses and permute
+#: them, as they always have, so their draws (and every stored result) stay exactly what they were. Above it they
+#: draw from the counts (a multivariate hypergeometric draw: the same distribution, other random numbers), so a
+#: count of a billion costs no memory. No study has a million people per item, so in practice only hostile or
+#: broken data takes the second path.
+EXPAND_LIMIT = 1_000_000
+#: The most people (or samples) a draw from counts handles: numpy's multivariate hypergeometric sampler
+#: (``method="marginals"``) needs a total below 10**9. A count above it is a data error (there are fewer than ten
+#: billion people), refused with a ``TooManyPeopleError`` saying so (``too_many_people`` lets a scorer refuse up
+#: front, naming the instance).
+MAX_DRAWN = 10**9 - 1
 
-    >>> expand({"b": 1, "a": 2})
-    ['a', 'a', 'b']
+
+class TooManyPeopleError(HarnessError, ValueError):
+    """More people (or samples) than a draw can take (``EXPAND_LIMIT``, ``MAX_DRAWN``): a data error, shown as one
+    line (a ``HarnessError``); a ``ValueError`` too, like every other refusal of this module."""
+
+
+def whole_counts(counts: Counts) -> tuple[list[str], list[int]]:
+    """The words in sorted order and their counts as exact integers; ``ValueError`` for a negative count or one that
+    is not a whole number of people (a proportion cannot be split into people).
+
+    >>> whole_counts({"b": 1, "a": 2.0})
+    (['a', 'b'], [2, 1])
     """
     _check_counts(counts)
-    for word, count in counts.items():
+    words = sorted(counts)
+    numbers: list[int] = []
+    for word in words:
+        count = counts[word]
+        if isinstance(count, (int, np.integer)):
+            numbers.append(int(count))
+            continue
         if not float(count).is_integer():
             raise ValueError(
                 f"count {count} for word {word!r} is not a whole number of people: proportions cannot be expanded "
                 "into individual guesses"
             )
-    return [word for word in sorted(counts) for _ in range(int(counts[word]))]
+        numbers.append(int(count))
+    return words, numbers
+
+
+def expand(counts: Counts) -> list[str]:
+    """The individual items of ``counts``, words in sorted order (so a random draw from them depends only on the
+    counts and the generator, not on dictionary order). ``ValueError`` above ``EXPAND_LIMIT`` items: a list of one
+    entry per person would not fit in memory (draw from the counts instead, ``draw_from_counts``).
+
+    >>> expand({"b": 1, "a": 2})
+    ['a', 'a', 'b']
+    """
+    words, numbers = whole_counts(counts)
+    total = sum(numbers)
+    if total > EXPAND_LIMIT:
+        raise TooManyPeopleError(f"{total:,} people are too many to list one by one (at most {EXPAND_LIMIT:,})")
+    return [word for word, number in zip(words, numbers, strict=True) for _ in range(number)]
+
+
+def too_many_people(named_counts: Iterable[tuple[str, Counts]], limit: int = MAX_DRAWN) -> tuple[str, int] | None:
+    """The first ``(name, total)`` of ``(name, counts)`` pairs whose total passes ``limit``, else None (for a
+    scorer's ``prepare``, to refuse before scoring anything).
+
+    >>> too_many_people([("a", {"x": 3}), ("b", {"x": 10**15, "y": 1})])
+    ('b', 1000000000000001)
+    """
+    for name, counts in named_counts:
+        total = sum(int(c) for c in counts.values() if c > 0)
+        if total > limit:
+            return name, total
+    return None
+
+
+def draw_from_counts(numbers: Sequence[int], k: int, rng: np.random.Generator) -> list[int]:
+    """How many of ``k`` items drawn without replacement from ``numbers[i]`` items of each kind are of each kind: a
+    multivariate hypergeometric draw, without listing the items (``ValueError`` above ``MAX_DRAWN`` in all).
+
+    >>> draw_from_counts([5, 0, 3], 8, np.random.default_rng(0))
+    [5, 0, 3]
+    """
+    total = sum(numbers)
+    if total > MAX_DRAWN:
+        raise TooManyPeopleError(
+            f"{total:,} people (or samples) in one instance are too many to draw from (at most {MAX_DRAWN:,}): "
+            "is a count wrong?"
+        )
+    if not 0 <= k <= total:
+        raise ValueError(f"cannot draw {k} of {total}")
+    drawn = rng.multivariate_hypergeometric(np.asarray(numbers, dtype=np.int64), k, method="marginals")
+    return [int(x) for x in drawn]
+
+
+def _nonzero(words: Sequence[str], numbers: Sequence[int]) -> dict[str, int]:
+    return {word: number for word, number in zip(words, numbers, strict=True) if number > 0}
 
 
 def counts_by_group(counts: Counts, group_of: Mapping[str, str]) -> dict[str, int | float]:
@@ -173,8 +254,16 @@ def split_halves(counts: Counts, rng: np.random.Generator) -> tuple[dict[str, in
     """Split the individual guesses at random into two disjoint halves: A = first ``floor(N/2)``, B = the rest.
 
     The guesses are expanded into a multiset in sorted word order before the permutation, so the result depends
-    only on ``counts`` and the state of ``rng`` (not on dictionary order). ``A + B == counts`` always.
+    only on ``counts`` and the state of ``rng`` (not on dictionary order). ``A + B == counts`` always. Above
+    ``EXPAND_LIMIT`` people, half A is drawn from the counts instead (``draw_from_counts``): the same distribution,
+    without a list of one entry per person.
     """
+    words, numbers = whole_counts(counts)
+    total = sum(numbers)
+    if total > EXPAND_LIMIT:
+        drawn = draw_from_counts(numbers, total // 2, rng)
+        rest = [n - a for n, a in zip(numbers, drawn, strict=True)]
+        return _nonzero(words, drawn), _nonzero(words, rest)
     guesses = expand(counts)
     order = rng.permutation(len(guesses))
     half = len(guesses) // 2
@@ -188,11 +277,17 @@ def subsample(counts: Counts, k: int, rng: np.random.Generator) -> dict[str, int
 
     Drawing without replacement from i.i.d. samples gives ``k`` i.i.d. samples, so a subsample of a model's
     samples is a model sample of size ``k``, comparable with a human sample of the same size. Deterministic given
-    ``rng``, like ``split_halves``.
+    ``rng``, like ``split_halves`` (and, like it, drawn from the counts above ``EXPAND_LIMIT`` items).
     """
-    items = expand(counts)
     if k < 0:
         raise ValueError(f"subsample size must be >= 0, got {k}")
+    words, numbers = whole_counts(counts)
+    total = sum(numbers)
+    if total > EXPAND_LIMIT:
+        if total <= k:
+            return _nonzero(words, numbers)
+        return _nonzero(words, draw_from_counts(numbers, k, rng))
+    items = expand(counts)
     if len(items) <= k:
         return dict(sorted(Counter(items).items()))
     chosen = rng.choice(len(items), size=k, replace=False)

@@ -47,7 +47,14 @@ import numpy as np
 from harness.instances import Instance
 from harness.options import Option, Options, int_range, one_of, positive_int
 from harness.scorers.cloze import ClozeScorer, human_splits, present
-from harness.scorers.distributions import counts_tvd, subsample
+from harness.scorers.distributions import (
+    EXPAND_LIMIT,
+    MAX_DRAWN,
+    TooManyPeopleError,
+    counts_tvd,
+    subsample,
+    too_many_people,
+)
 from harness.scorers.paper_provo import (
     MIN_ORACLE_RESPONSES,
     TVD_SPLIT_SEED,
@@ -106,6 +113,15 @@ class HumanControlScorer(ClozeScorer):
 
     def prepare(self, instances: list[Instance], responses: list[Any | None]) -> None:
         require_counted_people(instances, "the split-half human control (random halves of the people)")
+        # A count no study has (10**15 people) would otherwise stop the scoring at its instance: refused up front.
+        limit = EXPAND_LIMIT if self.variant == "paper" else MAX_DRAWN
+        worst = too_many_people(((i.id, self.cloze(i).human_counts) for i in instances), limit)
+        if worst is not None:
+            how = "lists the people one by one" if self.variant == "paper" else "draws people without replacement"
+            raise TooManyPeopleError(
+                f"scorer 'human_control': instance {worst[0]!r} has {worst[1]:,} people; the split-half control "
+                f"{how} and takes at most {limit:,} (is a count wrong?)"
+            )
 
     def score(self, instance: Instance, response: Any | None, rng: np.random.Generator) -> dict[str, Any]:
         if self.variant == "paper":

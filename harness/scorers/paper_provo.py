@@ -28,6 +28,8 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from harness.scorers.distributions import EXPAND_LIMIT, TooManyPeopleError
+
 #: Responses in an oracle subset (the original's ``N = 20``).
 ORACLE_SIZE = 20
 #: The fewest responses a position needs for the oracle metrics. The original's split cannot draw 20 from fewer,
@@ -39,15 +41,24 @@ TVD_SPLIT_SEED = 1
 
 def expand_responses(counts: Mapping[str, int] | Mapping[str, float]) -> list[str]:
     """The individual responses, each word repeated by its count, in the mapping's order (the original's list).
-    Counts must be whole numbers of people: a proportion raises ``ValueError`` (it cannot be made into people).
+    Counts must be whole numbers of people: a proportion raises ``ValueError`` (it cannot be made into people), and
+    so does a total above ``EXPAND_LIMIT`` (the original's algorithm draws from this list, so it cannot be drawn
+    from the counts instead; a Provo position has about 40 people).
 
     >>> expand_responses({"b": 2, "a": 1})
     ['b', 'b', 'a']
     """
-    words: list[str] = []
     for word, count in counts.items():
         if not float(count).is_integer():
             raise ValueError(f"count {count} for word {word!r} is not a whole number of people")
+    total = sum(int(count) for count in counts.values() if count > 0)
+    if total > EXPAND_LIMIT:
+        raise TooManyPeopleError(
+            f"{total:,} people are too many for the paper variant, which lists them one by one (at most "
+            f"{EXPAND_LIMIT:,})"
+        )
+    words: list[str] = []
+    for word, count in counts.items():
         words.extend([word] * int(count))
     return words
 

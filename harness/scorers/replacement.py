@@ -39,7 +39,7 @@ from scipy.stats import ks_2samp
 from harness.instances import Instance
 from harness.options import Option, Options, int_range, open_unit_float, positive_int
 from harness.scorers.cloze import ClozeScorer
-from harness.scorers.distributions import Counts, counts_tvd, expand
+from harness.scorers.distributions import EXPAND_LIMIT, Counts, counts_tvd, draw_from_counts, expand, whole_counts
 from harness.scorers.sample_size import size_list
 from harness.scorers.tvd import EMPTY_MODEL_TVD
 from harness.scoring import Metric, require_counted_people
@@ -49,7 +49,18 @@ from harness.stats import mean_metric, split_spread
 
 def disjoint_groups(counts: Counts, m: int, rng: np.random.Generator) -> tuple[dict[str, int], dict[str, int]]:
     """Two disjoint groups of ``m`` guesses each, drawn without replacement (the guesses in sorted word order
-    first, so the draw depends only on ``counts`` and ``rng``)."""
+    first, so the draw depends only on ``counts`` and ``rng``). Above ``EXPAND_LIMIT`` people the groups are drawn
+    from the counts (``2 m`` people, then ``m`` of them for the first group): the same distribution, no list of
+    one entry per person."""
+    words, numbers = whole_counts(counts)
+    if sum(numbers) > EXPAND_LIMIT:
+        both = draw_from_counts(numbers, 2 * m, rng)
+        first = draw_from_counts(both, m, rng)
+        second = [n - f for n, f in zip(both, first, strict=True)]
+        return (
+            {w: n for w, n in zip(words, first, strict=True) if n},
+            {w: n for w, n in zip(words, second, strict=True) if n},
+        )
     guesses = expand(counts)
     chosen = rng.permutation(len(guesses))[: 2 * m]
     a: dict[str, int] = {}

@@ -74,42 +74,11 @@ _SEQUENCE_TYPES = (str, bytes, list, tuple)
 _SIZED_TYPES = (str, bytes, list, tuple, dict, set, frozenset)
 #: Filters that take a list and do not turn it into text (the others stringify a non-text value first, so it is
 #: weighed before they run).
-_LIST_FILTERS = frozenset(
-    {
-        "attr",
-        "batch",
-        "count",
-        "default",
-        "d",
-        "dictsort",
-        "first",
-        "groupby",
-        "items",
-        "join",
-        "last",
-        "length",
-        "list",
-        "map",
-        "max",
-        "min",
-        "random",
-        "reject",
-        "rejectattr",
-        "reverse",
-        "select",
-        "selectattr",
-        "slice",
-        "sort",
-        "sum",
-        "unique",
-        "int",
-        "float",
-        "abs",
-        "round",
-        "bool",
-        "safe",
-    }
+_LIST_FILTER_NAMES = (
+    "abs attr batch bool count d default dictsort first float groupby int items join last length "
+    "list map max min random reject rejectattr reverse round safe select selectattr slice sort sum unique"
 )
+_LIST_FILTERS = frozenset(_LIST_FILTER_NAMES.split())
 _DIGITS = re.compile(r"\d+")
 #: A ``%`` conversion's width and precision (``%-10.3f``).
 _PERCENT = re.compile(r"%[-+ #0]*(\d*)(?:\.(\d*))?")
