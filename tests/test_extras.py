@@ -27,7 +27,7 @@ def test_every_extra_is_installed_here_and_named_in_pyproject() -> None:
     for extra in EXTRAS:
         assert missing_modules(extra) == [], extra
         assert f"\n{extra} = [" in pyproject, extra
-    assert '\nall = ["variability-harness[hf,probes,plots,collect,ray]"]' in pyproject
+    assert '\nall = ["variability-harness[hf,probes,plots,collect,ray,zh,ja]"]' in pyproject
 
 
 def test_a_missing_module_is_one_line_naming_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -43,7 +43,7 @@ def test_a_missing_module_is_one_line_naming_the_extra(monkeypatch: pytest.Monke
         reraise_missing_module(ModuleNotFoundError("x", name="sklearn.linear_model"), "model kind 'k'")
     with pytest.raises(Exception, match="^model kind 'k' needs the Python module 'foo', which is not installed$"):
         reraise_missing_module(ModuleNotFoundError("x", name="foo"), "model kind 'k'")
-    with pytest.raises(Exception, match="^unknown extra 'gpu' \\(known: hf, probes, plots, collect, ray\\)$"):
+    with pytest.raises(Exception, match="^unknown extra 'gpu' \\(known: hf, probes, plots, collect, ray, zh, ja\\)$"):
         missing_modules("gpu")
 
 

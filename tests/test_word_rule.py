@@ -247,3 +247,14 @@ def test_the_study_rule_takes_no_segmenter(cli: Any, tmp_path: Path) -> None:
     _norms(tmp_path / "data", CHINESE)
     result = _run(cli, tmp_path, "zh-paper", "{n_samples: 50, mode: paper, segmenter: characters}", check=False)
     assert result.returncode != 0 and "the study's word rule (mode: paper) cuts at spaces only" in result.stderr
+
+
+def test_a_segmenter_whose_extra_is_missing_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    from harness.extras import MissingExtraError
+    from harness.segmenters import check_segmenter
+
+    monkeypatch.setitem(sys.modules, "jieba", None)
+    with pytest.raises(MissingExtraError, match=r"^the segmenter 'jieba' needs the 'zh' extra, which is not installed"):
+        check_segmenter("jieba")
