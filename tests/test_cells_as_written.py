@@ -14,7 +14,8 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance, ClozeInstance
-from harness.plugins.loaders.generic.table import convert, file_rows, key_text
+from harness.plugins.loaders.generic.file_rows import file_rows
+from harness.plugins.loaders.generic.table import convert, key_text
 from harness.registry import get_registry
 from tests.conftest import run_main
 

@@ -1,8 +1,8 @@
-"""The generic loaders' reader (``harness/plugins/loaders/generic/table.py``, ``human.py``): files damaged the ways
-people's own data files get damaged (saved as Latin-1 or UTF-16, an extra comma, a broken JSON Lines row, a CSV
-named ``.parquet``, empty, a header without rows), options that point nowhere (``json_field``, a ``filter`` that
-keeps nothing, neither ``files`` nor ``hub``) and numbers that cannot be right (proportions summing to more than
-1, a share without its answer, a count of 10^30 people).
+"""The generic loaders' reader (``harness/plugins/loaders/generic/table.py``, ``file_rows.py``, ``json_rows.py``,
+``human.py``): files damaged the ways people's own data files get damaged (saved as Latin-1 or UTF-16, an extra
+comma, a broken JSON Lines row, a CSV named ``.parquet``, empty, a header without rows), options that point nowhere
+(``json_field``, a ``filter`` that keeps nothing, neither ``files`` nor ``hub``) and numbers that cannot be right
+(proportions summing to more than 1, a share without its answer, a count of 10^30 people).
 
 Each case writes a task file ``{tmp}/task.yaml`` over a small file under ``{tmp}/data`` and runs ``harness run
 --human-only`` on it: one line naming the task file, the data file, the line or row where known, and the cause.

@@ -1,27 +1,20 @@
-"""The rows of a generic task's data: local files or a Hugging Face hub data set.
+"""The rows of a generic task's data: local files or a Hugging Face hub data set, as one ``Table``.
 
-CSV and TSV files are read here with Python's ``csv`` module, JSON Lines and JSON files with its ``json`` module;
-Parquet files and hub data sets through ``datasets`` (the field's reader for them, with its own cache, so a hub data
-set is downloaded once). Three things are added on top:
+Each local file is read by ``file_rows.py`` (CSV and TSV cells as text, exactly as written, Parquet files through
+``datasets``; JSON and JSON Lines files by ``json_rows.py``); a hub data set is read here through ``datasets`` (the
+field's reader for it, with its own cache, so a hub data set is downloaded once). This module puts the rows
+together and adds three things on top:
 
 * every row keeps where it came from (``FILE: row N``, rows counted from 1, a CSV's header not counted), so that a
   bad value is one line naming the file, the row and the column;
-* every file that cannot be read is one line naming the file, the line or row where known, and the real cause
-  (not UTF-8, UTF-16, an extra field, a broken JSON row, not a Parquet file, empty, a header without rows), never
-  the reader's own log lines or its generic "An error occurred while generating the dataset";
+* every file or hub data set that cannot be read is one line naming it and the real cause (``file_rows.py`` says
+  what is wrong with a file);
 * the data's identity: a hash of the bytes of every local file read, or the hub data set's name, configuration,
   split, revision and ``datasets`` fingerprint, recorded in the results so that changed data never reuses stored
   responses.
 
-Why CSV cells are text, exactly as written: a type inferred from a column's cells changes what people wrote
-(ratings ``1.0``..``5.0`` become ``1``..``5``, an answer ``007`` becomes ``7``, the ids ``01`` and ``1`` become
-one), and then option keys, targets and ids written as the file writes them no longer match. Only an empty cell
-is empty (``NA``, ``null`` and ``None`` are words a participant may have typed). A field that needs a number
-(counts, proportions, ``n_people``, ``target_index``) converts the text where it is used, naming the file, row and
-column when it is not a number; the ``columns`` option declares a column's type for every use (templates that do
-arithmetic). JSON and Parquet values keep the types the file gives them: JSON is not read through ``datasets``
-because Arrow makes one type of a column's values (``1``, ``"1"`` and ``"01"`` in one column all become the
-number 1, and ``1`` beside ``2.5`` becomes ``1.0``).
+A field that needs a number converts the text where it is used; the ``columns`` option declares a column's type
+for every use (templates that do arithmetic), converted here by ``convert``.
 
 ``join`` adds the columns of a second table to every row by a key column (a responses table beside a passages
 table), and ``filter`` keeps the rows for which a template is true.
@@ -29,38 +22,25 @@ table), and ``filter`` keeps the rows for which a template is true.
 
 from __future__ import annotations
 
-import contextlib
-import csv
 import glob
 import hashlib
-import io
 import json
-import logging
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.data import downloads_allowed, hash_files
-from harness.errors import DataNotFoundError, HarnessError, one_line, shorten, shorten_repr
+from harness.errors import DataNotFoundError, HarnessError, shorten, shorten_repr
 from harness.options import Option, Options, one_of, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template
+from harness.plugins.loaders.generic.file_rows import FORMATS, file_format, file_rows, innermost_cause, quiet_datasets
 
-FORMATS = ("auto", "csv", "tsv", "json", "jsonl", "parquet")
-_BY_SUFFIX = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet"}
 #: The types the ``columns`` option can declare.
 COLUMN_TYPES = ("text", "int", "float")
 #: Bad rows (or cells) listed in one error (the count says how many more there were).
 MAX_REPORTED = 20
-#: Byte-order marks of encodings that are not UTF-8, longest first (UTF-32 LE starts with UTF-16 LE's mark).
-_BOMS = (
-    (b"\xff\xfe\x00\x00", "UTF-32"),
-    (b"\x00\x00\xfe\xff", "UTF-32"),
-    (b"\xff\xfe", "UTF-16"),
-    (b"\xfe\xff", "UTF-16"),
-)
-_PARQUET_MAGIC = b"PAR1"
 
 
 class BadRowsError(HarnessError):
@@ -241,18 +221,6 @@ def resolve_paths(given: tuple[str, ...], data_dir: Path, option: str) -> list[P
     return found
 
 
-def file_format(path: Path, fmt: str) -> str:
-    if fmt != "auto":
-        return fmt
-    suffix = path.suffix.lower()
-    if suffix not in _BY_SUFFIX:
-        raise HarnessError(
-            f"{path}: cannot tell the format from the extension {suffix or '(none)'}: set 'format' "
-            f"({', '.join(FORMATS[1:])})"
-        )
-    return _BY_SUFFIX[suffix]
-
-
 def _read_files(paths: list[Path], fmt: str, json_field: str | None, max_rows: int | None) -> Table:
     rows: list[dict[str, Any]] = []
     origins: list[tuple[str, int]] = []
@@ -269,278 +237,16 @@ def _read_files(paths: list[Path], fmt: str, json_field: str | None, max_rows: i
     return Table(rows, origins, hash_files(paths), source)
 
 
-def file_rows(path: Path, fmt: str, json_field: str | None = None, max_rows: int | None = None) -> list[dict[str, Any]]:
-    """One file's rows (CSV and TSV cells as text, exactly as written); a file that cannot be read is one line
-    naming it, the line or row where known, and the cause."""
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise HarnessError(f"{path}: cannot read it ({exc.strerror or type(exc).__name__})") from None
-    if not data.strip():
-        raise HarnessError(f"{path}: empty file ({'0 bytes' if not data else 'only white space'}), no rows")
-    if fmt == "parquet":
-        _check_parquet(path, data)
-    else:
-        for mark, encoding in _BOMS:
-            if data.startswith(mark):
-                raise HarnessError(
-                    f"{path}: {encoding} text (it starts with the {encoding} byte order mark "
-                    f"{mark.hex(' ').upper()}), not UTF-8; save it as UTF-8"
-                )
-    if fmt in ("csv", "tsv"):
-        rows = _csv_rows(path, _utf8(path, data), "\t" if fmt == "tsv" else ",", fmt, max_rows)
-    elif fmt in ("json", "jsonl"):
-        rows = _json_rows(path, _utf8(path, data), fmt, json_field)
-    else:
-        rows = _parquet_rows(path)
-    if not rows:
-        raise HarnessError(f"{path}: no rows ({_why_no_rows(fmt, json_field)})")
-    return rows
-
-
-def _why_no_rows(fmt: str, json_field: str | None) -> str:
-    if fmt == "json" and json_field:
-        return f"the list under data option 'json_field' ({json_field!r}) is empty"
-    return {"json": "an empty list of records", "jsonl": "no records", "parquet": "a table of 0 rows"}.get(
-        fmt, "nothing to read"
-    )
-
-
-def _utf8(path: Path, data: bytes) -> str:
-    """``data`` as UTF-8 text (a UTF-8 byte-order mark dropped); anything else is one line saying what it is."""
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise HarnessError(
-            f"{path}: line {line}: not UTF-8 (byte 0x{data[exc.start]:02x} at byte offset {exc.start}; Latin-1 or "
-            "Windows-1252?); save it as UTF-8"
-        ) from None
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        line = data.count(b"\n", 0, nul) + 1
-        sample = data[:200]
-        utf16 = sample.count(b"\x00") * 3 >= len(sample)  # every other byte NUL: UTF-16 text without its mark
-        why = "UTF-16 text without a byte order mark?; save it as UTF-8" if utf16 else "a binary or damaged file?"
-        raise HarnessError(f"{path}: line {line}: NUL byte at byte offset {nul} ({why})")
-    return text
-
-
-def _check_parquet(path: Path, data: bytes) -> None:
-    if len(data) >= 12 and data.startswith(_PARQUET_MAGIC) and data.endswith(_PARQUET_MAGIC):
-        return
-    if not data.startswith(_PARQUET_MAGIC):
-        try:
-            start = data[:60].decode("utf-8")
-        except UnicodeDecodeError:
-            looks = ""
-        else:
-            looks = f"; it begins as text: {shorten_repr(start, 60)}" if start.isprintable() or "\n" in start else ""
-        raise HarnessError(f"{path}: not a Parquet file (no 'PAR1' at its start{looks}); set 'format' to what it is")
-    raise HarnessError(f"{path}: not a complete Parquet file (no 'PAR1' at its end: truncated?)")
-
-
-def _csv_rows(path: Path, text: str, sep: str, fmt: str, max_rows: int | None) -> list[dict[str, Any]]:
-    """The rows of a CSV or TSV file, every cell the text as written; the header is the first non-blank line."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
-    header: list[str] | None = None
-    rows: list[dict[str, Any]] = []
-    separator = "comma" if sep == "," else "tab"
-    line = 1
-    try:
-        for record in reader:
-            first, line = line, reader.line_num + 1
-            if not record:  # a blank line
-                continue
-            if header is None:
-                header = _header(path, record, first)
-                continue
-            if len(record) > len(header):
-                raise HarnessError(
-                    f"{path}: line {first}: {len(record)} fields, but the header has {len(header)} (an extra "
-                    f"{separator}, or a {separator} inside a field that is not in double quotes?)"
-                )
-            if len(record) < len(header):
-                record += [""] * (len(header) - len(record))  # missing cells at the end of a row are empty
-            rows.append(dict(zip(header, record, strict=True)))
-            if max_rows is not None and len(rows) >= max_rows:
-                break
-    except csv.Error as exc:
-        raise HarnessError(f"{path}: line {line}: not readable as {fmt.upper()} ({one_line(str(exc), 160)})") from None
-    if header is None:
-        raise HarnessError(f"{path}: empty file (no header), no rows")
-    if not rows:
-        raise HarnessError(f"{path}: header only, no rows (columns: {shorten(', '.join(header), 120)})")
-    return rows
-
-
-def _header(path: Path, record: list[str], line: int) -> list[str]:
-    names = [name if name else f"Unnamed: {i}" for i, name in enumerate(record)]  # pandas' name for a blank
-    seen: dict[str, int] = {}
-    for i, name in enumerate(names, start=1):
-        if name in seen:
-            raise HarnessError(
-                f"{path}: line {line} (the header): columns {seen[name]} and {i} are both named {shorten_repr(name)}"
-            )
-        seen[name] = i
-    return names
-
-
-def _parquet_rows(path: Path) -> list[dict[str, Any]]:
-    """One Parquet file's rows through ``datasets`` (one file at a time, so each row's file is known); an error is
-    the reader's innermost cause, once (``datasets`` logs nothing here)."""
-    import pyarrow.parquet as pq
-
-    try:
-        if pq.ParquetFile(path).metadata.num_rows == 0:
-            return []  # said as "no rows" (datasets would say 'Instruction "train" corresponds to no data!')
-    except Exception as exc:  # pyarrow's errors for a damaged file
-        raise HarnessError(f"{path}: not a readable Parquet file: {_cause(exc)}") from None
-    try:
-        with _quiet_datasets() as datasets:
-            dataset = datasets.load_dataset("parquet", data_files=str(path), split="train")
-            return list(dataset.to_list())
-    except Exception as exc:  # datasets and pyarrow raise many types; each is the file's fault here
-        raise HarnessError(f"{path}: cannot read it as Parquet: {_cause(exc)}") from None
-
-
-def _cause(exc: BaseException) -> str:
-    """The innermost exception behind ``exc`` (``datasets`` wraps the reader's in ``DatasetGenerationError``)."""
-    seen: list[BaseException] = []
-    current: BaseException | None = exc
-    while current is not None and current not in seen:
-        seen.append(current)
-        current = current.__cause__ or current.__context__
-    useful = [e for e in seen if type(e).__name__ != "DatasetGenerationError" and str(e).strip()] or seen
-    inner = useful[-1]
-    return f"{type(inner).__name__}: {one_line(str(inner), 200)}"
-
-
-def _json_rows(path: Path, text: str, fmt: str, json_field: str | None) -> list[dict[str, Any]]:
-    """The records of a JSON Lines file (one object a line) or a JSON file (a list of objects, or the list under
-    ``json_field``), every value with the type the file writes (``1``, ``"1"`` and ``"01"`` stay three values).
-    Every record gets every column any record has (a missing one is null), as a table's rows do."""
-    records: list[Any]
-    if fmt == "jsonl":
-        records = _json_lines(path, text)
-    else:
-        try:
-            document = _loads(text)
-        except _JsonError as exc:
-            if exc.extra_data and not json_field:  # JSON Lines in a .json file: read it as such
-                records = _json_lines(path, text)
-                return _union(records)
-            raise HarnessError(f"{path}: {exc.where}not valid JSON ({exc.why})") from None
-        records = _records(path, document, json_field)
-    return _union(records)
-
-
-class _JsonError(Exception):
-    def __init__(self, why: str, where: str = "", extra_data: bool = False) -> None:
-        super().__init__(why)
-        self.why, self.where, self.extra_data = why, where, extra_data
-
-
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in record:
-            raise _JsonError(f"key {shorten_repr(key, 40)} is given twice in one object")
-        record[key] = value
-    return record
-
-
-def _loads(text: str) -> Any:
-    try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
-    except json.JSONDecodeError as exc:
-        where = f"line {exc.lineno}, column {exc.colno}: "
-        raise _JsonError(exc.msg, where, exc.msg == "Extra data") from None
-    except RecursionError:
-        raise _JsonError("nested too deeply") from None
-
-
-def _json_lines(path: Path, text: str) -> list[Any]:
-    records: list[Any] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = _loads(line)
-        except _JsonError as exc:
-            raise HarnessError(
-                f"{path}: line {number}: not valid JSON ({exc.why}): {shorten(line.strip(), 60)}"
-            ) from None
-        if not isinstance(record, dict):
-            raise HarnessError(
-                f"{path}: line {number}: expected a JSON object (one record a line), got {_json_type(record)}"
-            )
-        records.append(record)
-    return records
-
-
-def _records(path: Path, document: Any, json_field: str | None) -> list[Any]:
-    """The list of records a JSON document holds (under ``json_field`` when given)."""
-    if json_field:
-        if not isinstance(document, dict):
-            held = _json_type(document)
-            raise HarnessError(
-                f"{path}: data option 'json_field' ({json_field!r}): the file holds {held}, not an object"
-            )
-        if json_field not in document:
-            keys = shorten(", ".join(map(str, document)), 120) or "none"
-            raise HarnessError(
-                f"{path}: data option 'json_field': no key {json_field!r} in the file (its keys: {keys})"
-            )
-        document, where = document[json_field], f"the value of data option 'json_field' ({json_field!r})"
-    else:
-        where = "the file"
-    if isinstance(document, dict) and not json_field:
-        lists = [k for k, v in document.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)]
-        if lists:
-            raise HarnessError(
-                f"{path}: the file holds an object, not a list of records (set 'json_field' to the key of the list "
-                f"of records: {shorten(', '.join(map(str, lists)), 80)}; or, if it is one record, write it in a list: "
-                "[{...}])"
-            )
-        return [document]  # one object: one record
-    if not isinstance(document, list):
-        raise HarnessError(f"{path}: {where} holds {_json_type(document)}, not a list of records")
-    for number, record in enumerate(document, start=1):
-        if not isinstance(record, dict):
-            raise HarnessError(f"{path}: record {number} of {where}: expected a JSON object, got {_json_type(record)}")
-    return document
-
-
-def _union(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every record with every column (first-seen order), a missing one null."""
-    columns: dict[str, None] = {}
-    for record in records:
-        for key in record:
-            columns.setdefault(key, None)
-    if all(len(record) == len(columns) for record in records):
-        return records
-    return [{key: record.get(key) for key in columns} for record in records]
-
-
-def _json_type(value: Any) -> str:
-    if isinstance(value, dict):
-        return "an object"
-    if isinstance(value, list):
-        return "a list"
-    return f"a {type(value).__name__} ({shorten_repr(value, 40)})"
-
-
 def _read_hub(hub: HubSpec, max_rows: int | None) -> Table:
     split = hub.split if max_rows is None else f"{hub.split}[:{max_rows}]"
     try:
-        with _quiet_datasets(offline=not downloads_allowed()) as datasets:
+        with quiet_datasets(offline=not downloads_allowed()) as datasets:
             dataset = datasets.load_dataset(hub.name, hub.config, split=split, revision=hub.revision)
             rows = list(dataset.to_list())
             fingerprint = str(getattr(dataset, "_fingerprint", ""))
     except Exception as exc:
         offline = "" if downloads_allowed() else " (downloads are off: HARNESS_OFFLINE is set)"
-        raise DataNotFoundError(f"hub data set {hub.label()}: {_cause(exc)}{offline}") from None
+        raise DataNotFoundError(f"hub data set {hub.label()}: {innermost_cause(exc)}{offline}") from None
     identity = {"hub": hub.name, "config": hub.config, "split": hub.split, "revision": hub.revision}
     digest = hashlib.sha256(json.dumps({**identity, "fingerprint": fingerprint}, sort_keys=True).encode())
     source = {**identity, "fingerprint": fingerprint}
@@ -548,28 +254,6 @@ def _read_hub(hub: HubSpec, max_rows: int | None) -> Table:
     if not rows:
         raise HarnessError(f"hub data set {hub.label()}: no rows")
     return Table(rows, [(label, i) for i in range(1, len(rows) + 1)], "sha256:" + digest.hexdigest(), source)
-
-
-@contextlib.contextmanager
-def _quiet_datasets(offline: bool = False) -> Iterator[Any]:
-    """``datasets`` without its progress bars and logging (its errors are reported here, once, as one line), and
-    offline when the harness is."""
-    import datasets
-    import huggingface_hub.constants as hub_constants
-
-    datasets.disable_progress_bars()
-    logger = logging.getLogger("datasets")
-    level = logger.level
-    logger.setLevel(logging.CRITICAL + 1)
-    saved = (datasets.config.HF_HUB_OFFLINE, hub_constants.HF_HUB_OFFLINE)
-    if offline:
-        datasets.config.HF_HUB_OFFLINE = True
-        hub_constants.HF_HUB_OFFLINE = True
-    try:
-        yield datasets
-    finally:
-        datasets.config.HF_HUB_OFFLINE, hub_constants.HF_HUB_OFFLINE = saved
-        logger.setLevel(max(level, logging.ERROR))
 
 
 def _apply_join(table: Table, join: JoinSpec, data_dir: Path) -> None:

@@ -1,0 +1,134 @@
+"""The records of a JSON or JSON Lines file, every value with the type the file writes.
+
+Why not through ``datasets`` (as Parquet files are): Arrow makes one type of a column's values (``1``, ``"1"`` and
+``"01"`` in one column all become the number 1, and ``1`` beside ``2.5`` becomes ``1.0``), and then option keys,
+targets and ids written as the file writes them no longer match.
+
+Apart from ``file_rows.py`` (which checks a file's bytes and decodes its text first, then calls ``json_rows``)
+because taking a JSON document apart is a set of rules and errors of its own: a key given twice in one object,
+JSON Lines in a ``.json`` file, the list under ``json_field``, records with different columns (every record gets
+every column, a missing one null, as a table's rows do).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.errors import HarnessError, shorten, shorten_repr
+
+
+def json_rows(path: Path, text: str, fmt: str, json_field: str | None) -> list[dict[str, Any]]:
+    """The records of a JSON Lines file (one object a line) or a JSON file (a list of objects, or the list under
+    ``json_field``), every value with the type the file writes (``1``, ``"1"`` and ``"01"`` stay three values).
+    Every record gets every column any record has (a missing one is null), as a table's rows do."""
+    records: list[Any]
+    if fmt == "jsonl":
+        records = _json_lines(path, text)
+    else:
+        try:
+            document = _loads(text)
+        except _JsonError as exc:
+            if exc.extra_data and not json_field:  # JSON Lines in a .json file: read it as such
+                records = _json_lines(path, text)
+                return _union(records)
+            raise HarnessError(f"{path}: {exc.where}not valid JSON ({exc.why})") from None
+        records = _records(path, document, json_field)
+    return _union(records)
+
+
+class _JsonError(Exception):
+    def __init__(self, why: str, where: str = "", extra_data: bool = False) -> None:
+        super().__init__(why)
+        self.why, self.where, self.extra_data = why, where, extra_data
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise _JsonError(f"key {shorten_repr(key, 40)} is given twice in one object")
+        record[key] = value
+    return record
+
+
+def _loads(text: str) -> Any:
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}: "
+        raise _JsonError(exc.msg, where, exc.msg == "Extra data") from None
+    except RecursionError:
+        raise _JsonError("nested too deeply") from None
+
+
+def _json_lines(path: Path, text: str) -> list[Any]:
+    records: list[Any] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = _loads(line)
+        except _JsonError as exc:
+            raise HarnessError(
+                f"{path}: line {number}: not valid JSON ({exc.why}): {shorten(line.strip(), 60)}"
+            ) from None
+        if not isinstance(record, dict):
+            raise HarnessError(
+                f"{path}: line {number}: expected a JSON object (one record a line), got {_json_type(record)}"
+            )
+        records.append(record)
+    return records
+
+
+def _records(path: Path, document: Any, json_field: str | None) -> list[Any]:
+    """The list of records a JSON document holds (under ``json_field`` when given)."""
+    if json_field:
+        if not isinstance(document, dict):
+            held = _json_type(document)
+            raise HarnessError(
+                f"{path}: data option 'json_field' ({json_field!r}): the file holds {held}, not an object"
+            )
+        if json_field not in document:
+            keys = shorten(", ".join(map(str, document)), 120) or "none"
+            raise HarnessError(
+                f"{path}: data option 'json_field': no key {json_field!r} in the file (its keys: {keys})"
+            )
+        document, where = document[json_field], f"the value of data option 'json_field' ({json_field!r})"
+    else:
+        where = "the file"
+    if isinstance(document, dict) and not json_field:
+        lists = [k for k, v in document.items() if isinstance(v, list) and v and all(isinstance(r, dict) for r in v)]
+        if lists:
+            raise HarnessError(
+                f"{path}: the file holds an object, not a list of records (set 'json_field' to the key of the list "
+                f"of records: {shorten(', '.join(map(str, lists)), 80)}; or, if it is one record, write it in a list: "
+                "[{...}])"
+            )
+        return [document]  # one object: one record
+    if not isinstance(document, list):
+        raise HarnessError(f"{path}: {where} holds {_json_type(document)}, not a list of records")
+    for number, record in enumerate(document, start=1):
+        if not isinstance(record, dict):
+            raise HarnessError(f"{path}: record {number} of {where}: expected a JSON object, got {_json_type(record)}")
+    return document
+
+
+def _union(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every record with every column (first-seen order), a missing one null."""
+    columns: dict[str, None] = {}
+    for record in records:
+        for key in record:
+            columns.setdefault(key, None)
+    if all(len(record) == len(columns) for record in records):
+        return records
+    return [{key: record.get(key) for key in columns} for record in records]
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, dict):
+        return "an object"
+    if isinstance(value, list):
+        return "a list"
+    return f"a {type(value).__name__} ({shorten_repr(value, 40)})"
