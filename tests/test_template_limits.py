@@ -1,4 +1,4 @@
-"""Resource limits: the generic loaders' templates (``harness.plugins.loaders.generic.sandbox``) and the draws of
+"""Resource limits: the generic loaders' templates (``harness.plugins.loaders.generic.limits``) and the draws of
 people from counts (``harness.scorers.distributions``), checked by hand on small cases. Everything here is fast:
 each hostile template stops within a fraction of a second, and no test lists more than a few people."""
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from harness.instances import ClozeInstance
-from harness.plugins.loaders.generic import sandbox
+from harness.plugins.loaders.generic import limits
 from harness.plugins.loaders.generic.fields import Field, TemplateLimitError, column_or_template
 from harness.scorers import distributions
 from harness.scorers.distributions import (
@@ -94,7 +94,7 @@ def test_a_template_is_reused_for_equal_inputs_but_a_list_is_never_shared() -> N
 
 def test_a_macro_that_calls_itself_is_one_line() -> None:
     message = refused("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}")
-    assert f"nested more than {sandbox.MAX_TEMPLATE_DEPTH} deep" in message
+    assert f"nested more than {limits.MAX_TEMPLATE_DEPTH} deep" in message
     # A recursive loop is the same limit.
     assert "MAX_TEMPLATE_DEPTH" in refused("{% for x in [1] recursive %}{{ loop([1]) }}{% endfor %}")
 
@@ -147,7 +147,7 @@ def test_nested_loops_stop_at_the_step_limit() -> None:
 
 
 def test_slow_steps_stop_at_the_time_limit(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(sandbox, "MAX_TEMPLATE_SECONDS", 0.0)
+    monkeypatch.setattr(limits, "MAX_TEMPLATE_SECONDS", 0.0)
     assert "ran for more than 0 s" in refused("{% for i in range(1000) %}{{ i }}{% endfor %}")
     assert render("{% for i in range(100) %}{% endfor %}x") == "x"  # the clock is read every CLOCK_EVERY steps
 

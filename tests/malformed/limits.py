@@ -1,5 +1,5 @@
 """Hostile task files for the generic loaders: templates that recurse, build gigabytes or loop for hours, and counts
-of people no draw can take. Each ends in one line within seconds (``harness.plugins.loaders.generic.sandbox``,
+of people no draw can take. Each ends in one line within seconds (``harness.plugins.loaders.generic.limits``,
 ``harness.scorers.distributions``), never a ``RecursionError`` traceback, a ``MemoryError`` or a hang.
 
 The cases run ``harness validate`` (the first rows through the mapping) or, for the counts, ``harness run

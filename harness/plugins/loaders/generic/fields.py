@@ -2,7 +2,7 @@
 
 Why a sandbox: a task file is data. Templates are rendered by ``jinja2.sandbox.ImmutableSandboxedEnvironment``,
 so a template can read a row and call harmless methods (``passage.split(' ')``) but cannot reach Python internals
-or mutate anything, and it runs under limits of time, size and depth (``sandbox``), so a hostile template stops
+or mutate anything, and it runs under limits of time, size and depth (``limits``), so a hostile template stops
 with one line instead of filling the memory or hanging. Undefined names are errors (``StrictUndefined``), so a
 misspelt column is one line naming the field, the file and the row instead of an empty string in every prompt.
 
@@ -22,7 +22,8 @@ from jinja2 import StrictUndefined, Template, TemplateError, meta, nodes
 from jinja2.sandbox import SecurityError
 
 from harness.errors import HarnessError, one_line, shorten_repr
-from harness.plugins.loaders.generic.sandbox import LimitedSandbox, NativeLimitedSandbox, TemplateLimitExceeded
+from harness.plugins.loaders.generic.limits import TemplateLimitExceeded
+from harness.plugins.loaders.generic.sandbox import LimitedSandbox, NativeLimitedSandbox
 
 _TEXT = LimitedSandbox(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
 _NATIVE = NativeLimitedSandbox(undefined=StrictUndefined, keep_trailing_newline=True, autoescape=False)
@@ -39,7 +40,7 @@ class RowError(HarnessError):
 
 
 class TemplateLimitError(HarnessError):
-    """A template passed a limit of time, size or depth (``sandbox``) on one row: the message names the field, the
+    """A template passed a limit of time, size or depth (``limits``) on one row: the message names the field, the
     file and the row. Not a ``RowError``: the load stops at once instead of trying (and timing out on) every other
     row, since a template that loops for a second on one row almost always does on all of them."""
 
