@@ -376,3 +376,19 @@ def test_data_fetch_into_a_folder_that_cannot_be_written_is_one_line(
         f"error: cannot write into {folder} (under the data root {root}): {why}; nothing was fetched (choose a data "
         "root you can write: --data-dir DIR or HARNESS_DATA_DIR=DIR)\n"
     )
+
+
+def test_a_native_template_of_one_value_keeps_text_as_written() -> None:
+    from harness.plugins.loaders.generic.fields import column_or_template
+
+    one = column_or_template("meta", native=True)("{{ t }}")
+    assert [one.value({"t": cell}, "f: row 1") for cell in ("3.50", "007", "[1]", "1.0")] == [
+        "3.50",
+        "007",
+        "[1]",
+        "1.0",
+    ]
+    assert one.value({"t": 7}, "f: row 1") == 7  # a JSON number stays a number
+    # Several pieces still build a Python value (a list of options from two columns).
+    both = column_or_template("options", native=True)("[{{ a | tojson }}, {{ b | tojson }}]")
+    assert both.value({"a": "3.50", "b": "007"}, "f: row 1") == ["3.50", "007"]

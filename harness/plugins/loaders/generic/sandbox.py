@@ -177,8 +177,11 @@ class NativeLimitedSandbox(LimitedSandbox):
     def concat(self, values: Iterable[Any]) -> Any:
         """``native_concat`` of the output pieces, refused before joining if their text would pass the limit."""
         pieces = list(values)
-        if len(pieces) == 1 and not isinstance(pieces[0], str):
-            return pieces[0]  # one native value, weighed as output
+        if len(pieces) == 1:
+            # One value (``{{ t }}``): kept as it is, text included. ``native_concat`` would read a text that looks
+            # like a Python literal as that literal (a cell ``3.50`` as 3.5, ``[1]`` as a list): cells are read as
+            # written, and only text built from several pieces is read as a literal.
+            return pieces[0]
         total = 0
         for piece in pieces:
             total += len(piece) if isinstance(piece, str) else weight(piece)
