@@ -260,9 +260,15 @@ def test_counts_must_be_counts_of_people(tmp_path: Path) -> None:
         assert error_of("generic_cloze", options, tmp_path) == (
             f"loader 'generic_cloze': {path}: row 1: field 'human.counts' (column 'n'): {expected}"
         )
-    write(tmp_path, "n.csv", "ctx,r,n\nThe,cat,1000000000\n")
+    write(tmp_path, "n.csv", "ctx,r,n\nThe,cat,999999999\n")
     (inst,) = load("generic_cloze", options, tmp_path).instances
-    assert inst.human_counts == {"cat": 1_000_000_000}
+    assert inst.human_counts == {"cat": 999_999_999}
+    # One instance's people in all are capped as well: what a draw of people from counts can take.
+    write(tmp_path, "n.csv", "ctx,r,n\nThe,cat,999999999\nThe,dog,1\n")
+    assert error_of("generic_cloze", {**options, "group_by": "ctx"}, tmp_path).endswith(
+        "field 'human.counts' (column 'n'): the instance's counts add up to 1,000,000,000 people, more than "
+        "999,999,999: not counts of people"
+    )
 
 
 def test_every_bad_row_of_one_instance_is_listed(tmp_path: Path) -> None:

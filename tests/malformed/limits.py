@@ -102,8 +102,8 @@ CASES = [
     Case(
         "count-total-over-a-billion",
         RUN,
-        "scorer 'human_control': instance 's1-2' has 2,000,000,000 people; the split-half control draws people "
-        "without replacement and takes at most 999,999,999",
+        "field 'human.counts' (column 'n'): the instance's counts add up to 2,000,000,000 people, more than "
+        "999,999,999: not counts of people",
         files(big=10**9),
     ),
 ]

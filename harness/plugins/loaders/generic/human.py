@@ -37,6 +37,9 @@ SHAPES = ("long", "list", "mapping", "parallel")
 WHOLE_TOLERANCE = 0.05
 #: The largest count of people one response may have: more is not a count of people (a misread cell, an id).
 MAX_COUNT = 10**9
+#: The most people one instance may have in all: what a draw of people from counts can take (numpy's multivariate
+#: hypergeometric draws take totals below 10^9; ``harness.scorers.distributions.MAX_DRAWN``).
+MAX_PEOPLE = 10**9 - 1
 #: How far above 1 one instance's proportions may sum and still be read as shares rounded when printed.
 SUM_TOLERANCE = 0.02
 
@@ -354,6 +357,14 @@ def recover_counts(found: Productions) -> Counted:
     """Counts as whole numbers when they are, or can be recovered from proportions and the number of people."""
     items = found.items
     if not found.proportions:
+        people = sum(int(w) for _, w in items)
+        if people > MAX_PEOPLE:
+            # Each count is at most MAX_COUNT; their sum is capped too (MAX_PEOPLE), so that no scorer that splits or draws
+            # people (the human control, the oracle ECE) stops mid-scoring on an instance it cannot draw from.
+            raise RowError(
+                f"{found.where}: {found.label}: the instance's counts add up to {people:,} people, more than "
+                f"{MAX_PEOPLE:,}: not counts of people"
+            )
         return Counted([(r, float(int(w))) for r, w in items], True)
     total = sum(w for _, w in items)
     if total <= 0:
