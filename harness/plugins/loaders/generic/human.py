@@ -359,8 +359,8 @@ def recover_counts(found: Productions) -> Counted:
     if not found.proportions:
         people = sum(int(w) for _, w in items)
         if people > MAX_PEOPLE:
-            # Each count is at most MAX_COUNT; their sum is capped too (MAX_PEOPLE), so that no scorer that splits or draws
-            # people (the human control, the oracle ECE) stops mid-scoring on an instance it cannot draw from.
+            # Each count is at most MAX_COUNT; their sum is capped too (MAX_PEOPLE), so that no scorer that splits or
+            # draws people (the human control, the oracle ECE) stops mid-scoring on an instance it cannot draw from.
             raise RowError(
                 f"{found.where}: {found.label}: the instance's counts add up to {people:,} people, more than "
                 f"{MAX_PEOPLE:,}: not counts of people"
