@@ -357,12 +357,12 @@ def recover_counts(found: Productions) -> Counted:
     """Counts as whole numbers when they are, or can be recovered from proportions and the number of people."""
     items = found.items
     if not found.proportions:
-        people = sum(int(w) for _, w in items)
-        if people > MAX_PEOPLE:
+        in_all = sum(int(w) for _, w in items)
+        if in_all > MAX_PEOPLE:
             # Each count is at most MAX_COUNT; their sum is capped too (MAX_PEOPLE), so that no scorer that splits or
             # draws people (the human control, the oracle ECE) stops mid-scoring on an instance it cannot draw from.
             raise RowError(
-                f"{found.where}: {found.label}: the instance's counts add up to {people:,} people, more than "
+                f"{found.where}: {found.label}: the instance's counts add up to {in_all:,} people, more than "
                 f"{MAX_PEOPLE:,}: not counts of people"
             )
         return Counted([(r, float(int(w))) for r, w in items], True)
