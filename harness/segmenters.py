@@ -35,6 +35,9 @@ SEGMENTERS = ("spaces", "characters", "jieba", "fugashi")
 WINDOWS = {"characters": 1, "jieba": 8, "fugashi": 8}
 #: The extra each dictionary segmenter needs (``harness.extras``).
 SEGMENTER_EXTRAS = {"jieba": "zh", "fugashi": "ja"}
+#: Segmenters that cut by a dictionary, whose cut of a word depends on the text around it (jieba cuts ``走到`` in
+#: ``走到了`` as one word, alone as ``走`` and ``到``): a word they gave is not always their cut of itself.
+DICTIONARY_SEGMENTERS = frozenset(SEGMENTER_EXTRAS)
 
 _CLUSTER = regex.compile(r"\X")
 #: Clusters kept although their first character is a symbol: emoji (presented as emoji, or asked to be with U+FE0F)

@@ -22,6 +22,7 @@ from harness.text import (
     normalise_word,
     rule_word,
     word_a_space_closes,
+    word_rule_problem,
 )
 
 WOMAN_AT_LAPTOP = "\U0001f469\u200d\U0001f4bb"
@@ -115,6 +116,12 @@ def test_jieba_cuts_chinese_words_within_its_window() -> None:
     assert first_complete_word("苹果", ended=False, segmenter="jieba") == ("苹果", False)
     assert first_complete_word("苹果，", ended=False, segmenter="jieba") == ("苹果", True)
     assert first_complete_word("研究生命的起源是什么", ended=False, segmenter="jieba") == ("研究", True)
+    # jieba cuts by context: 走到 is one word in 走到了, two alone. A model's word is checked for what holds alone.
+    assert first_complete_word("走到了", ended=False, segmenter="jieba") == ("走到", False)
+    assert rule_word("走到", "exact", "jieba") == "走"
+    assert word_rule_problem("走到", "exact", "jieba") is None
+    assert word_rule_problem("走到学校很远的地方", "exact", "jieba") is not None  # longer than the window
+    assert word_rule_problem("走，", "exact", "jieba") is not None
 
 
 def test_fugashi_cuts_japanese_words() -> None:
