@@ -19,8 +19,10 @@ What each name is for:
 - data loaders: ``LoadedData``, ``Loader``, ``takes_options``, ``hash_files``, ``downloads_allowed`` and the
   instance types ``Instance``, ``ClozeInstance``, ``GenerationInstance``, ``ChoiceInstance``;
 - data sets (``harness data``): ``DataSet``, ``DataFile``;
-- words: ``rule_word`` (a task's word rule, ``exact`` or ``paper``: every word an adapter returns must already be
-  written by it), ``normalise_word`` (the ``exact`` rule) and ``PAPER_FAILURE``;
+- words: ``rule_word`` (a task's word rule, ``exact``, ``whole`` or ``paper``, with a segmenter: every word an
+  adapter returns must already be written by it), ``human_word`` (the same rule on a person's response: what the
+  next-word kinds apply to every loader's instances), ``normalise_word`` (``exact`` with ``spaces``), ``SEGMENTERS``
+  and ``PAPER_FAILURE``;
 - options: ``Option``, ``Options``, ``OptionError`` and the converters (one grammar for booleans and numbers);
 - errors: ``HarnessError`` (shown to the user as one line), ``TaskConfigError``, ``DataNotFoundError``,
   ``ModelLoadError``;
@@ -87,8 +89,9 @@ from harness.requests import (
 from harness.scorer_args import BOOTSTRAP_OPTIONS, ArgsScorer
 from harness.scoring import Metric, Scorer, ScorerUnavailable
 from harness.seeding import derive_rng, derive_seed, metric_rngs
+from harness.segmenters import SEGMENTERS
 from harness.stats import bootstrap_metric, mean_metric
-from harness.text import PAPER_FAILURE, normalise_word, rule_word
+from harness.text import PAPER_FAILURE, human_word, normalise_word, rule_word
 
 __all__ = [
     "BOOTSTRAP_OPTIONS",
@@ -166,6 +169,8 @@ __all__ = [
     "positive_int",
     "positive_number",
     "rule_word",
+    "human_word",
+    "SEGMENTERS",
     "text",
     "takes_options",
     "require_extras",

@@ -34,9 +34,9 @@ class SampleWordsRequest:
     seed: int
     #: Softmax temperature, from 0.01 to 100 (1: the model's own distribution); words have no top-k or top-p.
     temperature: float = 1.0
-    #: The word rule, ``exact`` (a sample's first complete word: whitespace or end-of-sequence follows it) or
-    #: ``paper`` (the study's: the first word of the sample, even if cut off); see ``WordMode``. Every counted word
-    #: must be ``harness.api.rule_word(word, mode)``.
+    #: The word rule, ``exact`` (a sample's first complete word: whitespace or end-of-sequence follows it),
+    #: ``whole`` (the sample's first line, whole) or ``paper`` (the study's: the first word of the sample, even if
+    #: cut off); see ``WordMode``. Every counted word must be ``harness.api.rule_word(word, mode, segmenter)``.
     mode: WordMode = "exact"
     #: Where a word ends (``harness.segmenters``): ``spaces``, ``characters``, ``jieba`` or ``fugashi``; the words an
     #: adapter returns are ``harness.api.rule_word(word, mode, segmenter)``.
