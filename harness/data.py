@@ -46,8 +46,10 @@ class Loader(Protocol):
 
 
 #: ``check_data(options, data_dir)``: read the first rows of a task's data and return a one-line summary, or raise
-#: a ``HarnessError`` naming the file, row and field (what ``harness validate`` runs for a loader that has one).
-DataCheck = Callable[[Mapping[str, Any], Path], str]
+#: a ``HarnessError`` naming the file, row and field (what ``harness validate`` runs for a loader that has one). A
+#: check that also takes ``prepare=`` (a function of the ``LoadedData`` it read) passes its first rows' instances
+#: through it: ``validate`` gives the task's request kind's ``prepare_data`` (the word rule), as a run does.
+DataCheck = Callable[..., str]
 
 
 def takes_options(

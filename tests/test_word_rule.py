@@ -265,3 +265,18 @@ def test_a_segmenter_whose_extra_is_missing_is_one_line(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "jieba", None)
     with pytest.raises(MissingExtraError, match=r"^the segmenter 'jieba' needs the 'zh' extra, which is not installed"):
         check_segmenter("jieba")
+
+
+def test_validate_applies_the_word_rule_to_the_first_rows(cli: Any, tmp_path: Path) -> None:
+    _norms(tmp_path / "data", CHINESE)
+    refused = tmp_path / "zh.yaml"
+    refused.write_text(CLOZE_TASK.format(name="zh-cloze", params="{n_samples: 50}"))
+    result = cli("validate", str(refused), "--data-dir", str(tmp_path / "data"), check=False)
+    assert result.returncode == 2
+    assert result.stderr.startswith(
+        f"error: {refused}: task zh-cloze: 100% of the people's responses are written in Han"
+    )
+    cut = tmp_path / "chars.yaml"
+    cut.write_text(CLOZE_TASK.format(name="zh-chars", params="{n_samples: 50, segmenter: characters}"))
+    result = cli("validate", str(cut), "--data-dir", str(tmp_path / "data"))
+    assert "make 2 instances; the word rule cuts 20 of 20 responses to a first word" in result.stdout

@@ -5,6 +5,8 @@ comes from: the plugin that registered it and, for a task, its YAML file."""
 from __future__ import annotations
 
 import argparse
+import functools
+import inspect
 import json
 import sys
 from dataclasses import replace
@@ -128,8 +130,12 @@ def _check_data(config: TaskConfig, registry: Registry, data_dir: str | None) ->
     if check is None:
         return ""
     root, _ = resolve_data_dir(data_dir)
+    kwargs: dict[str, Any] = {}
+    if "prepare" in inspect.signature(check).parameters:
+        kind = registry.kind(config.request)
+        kwargs["prepare"] = functools.partial(kind.prepare_data, config)
     with naming_task_file(config):
-        return f"; data: {check(config.data, root)}"
+        return f"; data: {check(config.data, root, **kwargs)}"
 
 
 def cmd_plugins(args: argparse.Namespace) -> int:

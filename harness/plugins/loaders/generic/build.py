@@ -290,9 +290,20 @@ class GenericLoader:
             source["proportions_only"] = {"n": tally.proportions_only, "reasons": sorted(tally.reasons)}
         return LoadedData(instances, with_extra_files(table.data_hash, normaliser), source)
 
-    def check_data(self, options: Mapping[str, Any], data_dir: Path) -> str:
-        """``harness validate``'s check: the same reading and mapping, on the first ``PREVIEW_ROWS`` rows of a file."""
+    def check_data(
+        self,
+        options: Mapping[str, Any],
+        data_dir: Path,
+        prepare: Callable[[LoadedData], LoadedData] | None = None,
+    ) -> str:
+        """``harness validate``'s check: the same reading and mapping, on the first ``PREVIEW_ROWS`` rows of a file,
+        then ``prepare`` (the request kind's ``prepare_data``: the word rule, which may refuse the data)."""
         loaded = self.load(options, data_dir, PREVIEW_ROWS)
         files = loaded.source.get("files") or [loaded.source.get("hub", "")]
         shown = ", ".join(str(f) for f in files[:2]) + (f" and {len(files) - 2} more" if len(files) > 2 else "")
-        return f"the first {PREVIEW_ROWS} rows of {shown} make {len(loaded.instances)} instances"
+        summary = f"the first {PREVIEW_ROWS} rows of {shown} make {len(loaded.instances)} instances"
+        if prepare is not None:
+            words = prepare(loaded).source.get("words")
+            if isinstance(words, dict) and words.get("n_cut"):
+                summary += f"; the word rule cuts {words['n_cut']} of {words['n_responses']} responses to a first word"
+        return summary
