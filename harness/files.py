@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, shorten
+from harness.errors import HarnessError, shorten, shorten_repr
 
 
 class WriteError(HarnessError):
@@ -81,6 +81,21 @@ def check_no_nul(data: bytes, source: object, first_line: int = 1, offset: int =
 def read_utf8(path: Path, what: str = "file", max_bytes: int | None = None, *, strip_bom: bool = True) -> str:
     """``read_bytes`` then ``decode_utf8``: the text of a UTF-8 file, every failure one line naming it."""
     return decode_utf8(read_bytes(path, what, max_bytes), path, strip_bom=strip_bom)
+
+
+class DuplicateKeyError(ValueError):
+    """A JSON object that gives one key twice (``json.loads`` alone would keep the last value silently)."""
+
+
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``object_pairs_hook`` for ``json.loads`` that refuses a key given twice in one object
+    (``DuplicateKeyError``): what a study server's request body and a data file's records both need."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise DuplicateKeyError(f"key {shorten_repr(key, 40)} is given twice in one object")
+        out[key] = value
+    return out
 
 
 def parse_json_line(line: str, path: Path, line_no: int) -> Any:

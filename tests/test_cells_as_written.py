@@ -398,3 +398,12 @@ def test_a_native_template_of_one_value_keeps_text_as_written() -> None:
     # Several pieces still build a Python value (a list of options from two columns).
     both = column_or_template("options", native=True)("[{{ a | tojson }}, {{ b | tojson }}]")
     assert both.value({"a": "3.50", "b": "007"}, "f: row 1") == ["3.50", "007"]
+
+
+def test_a_json_key_given_twice_is_refused_not_overwritten(tmp_path: Path) -> None:
+    options = {"files": "d.jsonl", "context": "ctx", "human": {"shape": "mapping", "responses": "votes"}}
+    path = write(tmp_path, "d.jsonl", '{"ctx": "The", "votes": {"cat": 2}, "votes": {"dog": 9}}\n')
+    assert error_of("generic_cloze", options, tmp_path) == (
+        f"{path}: line 1: not valid JSON (key 'votes' is given twice in one object): "
+        '{"ctx": "The", "votes": {"cat": 2}, "votes": {"dog": 9}}'
+    )

@@ -19,6 +19,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from harness.files import unique_keys
+
 #: The largest request body accepted (bytes), checked against ``Content-Length`` and against the bytes read.
 MAX_BODY_BYTES = 4096
 _JSON_NAMES = {
@@ -107,7 +109,7 @@ def parse_object(body: bytes) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise HttpRefusal(400, "the body is not UTF-8") from None
     try:
-        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
+        value = json.loads(text, parse_constant=_no_constant, object_pairs_hook=unique_keys)
     except (ValueError, RecursionError) as exc:
         raise HttpRefusal(400, f"malformed JSON ({_first_line(exc)})") from None
     if not isinstance(value, dict):
@@ -135,15 +137,6 @@ def consent_fields(body: dict[str, Any]) -> None:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in out:
-            raise ValueError(f"key '{key[:40]}' given twice")
-        out[key] = value
-    return out
 
 
 def _first_line(exc: BaseException) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, shorten, shorten_repr
+from harness.files import DuplicateKeyError, unique_keys
 
 
 def json_rows(path: Path, text: str, fmt: str, json_field: str | None) -> list[dict[str, Any]]:
@@ -44,18 +45,11 @@ class _JsonError(Exception):
         self.why, self.where, self.extra_data = why, where, extra_data
 
 
-def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    record: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in record:
-            raise _JsonError(f"key {shorten_repr(key, 40)} is given twice in one object")
-        record[key] = value
-    return record
-
-
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text, object_pairs_hook=_no_duplicates)
+        return json.loads(text, object_pairs_hook=unique_keys)
+    except DuplicateKeyError as exc:
+        raise _JsonError(str(exc)) from None
     except json.JSONDecodeError as exc:
         where = f"line {exc.lineno}, column {exc.colno}: "
         raise _JsonError(exc.msg, where, exc.msg == "Extra data") from None
