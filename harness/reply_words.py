@@ -16,7 +16,6 @@ from harness.text import (
     PAPER_FAILURE_RAW,
     decide_word,
     human_word,
-    normalise_word,
     paper_first_word,
     rule_word,
 )
@@ -55,16 +54,9 @@ def parse_word_list(text: str, mode: str = "exact", segmenter: str = "spaces") -
             if word:
                 words.append(word)
             continue
-        if mode == "whole" or segmenter != "spaces":
-            found = human_word(item, mode, segmenter)[0]
-            if found:
-                words.append(found)
-            continue
-        for chunk in item.split():
-            word = normalise_word(chunk)
-            if word:
-                words.append(word)
-                break
+        found = human_word(item, mode, segmenter)[0]  # a person's answer and a listed guess: one rule
+        if found:
+            words.append(found)
     return words
 
 
@@ -75,17 +67,11 @@ def first_word_of_reply(text: str, mode: str = "exact", segmenter: str = "spaces
     >>> first_word_of_reply(" \\"House.\\"\\n"), first_word_of_reply("..."), first_word_of_reply("1. tree")
     ('house', None, 'tree')
     """
+    rule = "whole" if mode == "whole" else "exact"  # the study never cut chat replies by its rule
     for line in text.splitlines():
-        item = _ITEM_PREFIX.sub("", line, count=1)
-        if mode != "exact" or segmenter != "spaces":
-            word = human_word(item, "whole" if mode == "whole" else "exact", segmenter)[0]
-            if word:
-                return word
-            continue
-        for chunk in item.split():
-            word = normalise_word(chunk)
-            if word:
-                return word
+        word = human_word(_ITEM_PREFIX.sub("", line, count=1), rule, segmenter)[0]
+        if word:
+            return word
     return None
 
 
