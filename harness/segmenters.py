@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import unicodedata
 from collections.abc import Callable, Iterator
 
 import regex
@@ -74,11 +75,9 @@ def is_space(cluster: str) -> bool:
 def is_dropped(cluster: str) -> bool:
     """Whether the word rule removes this cluster: punctuation or a symbol that is not an emoji or a flag, or only
     invisible format characters (a lone zero-width joiner or space, a soft hyphen)."""
-    import unicodedata
-
     category = unicodedata.category(cluster[0])
     if category[0] in ("P", "S"):
-        return _EMOJI.search(cluster) is None
+        return cluster.isascii() or _EMOJI.search(cluster) is None  # ASCII holds no emoji
     return all(unicodedata.category(ch) == "Cf" for ch in cluster)
 
 

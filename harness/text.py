@@ -8,16 +8,12 @@ same: lower-case, drop every Unicode punctuation or symbol character except a hy
 from __future__ import annotations
 
 import re
-import unicodedata
+from collections.abc import Sequence
 from typing import Literal
 
 from harness.segmenters import DICTIONARY_SEGMENTERS, WINDOWS, clusters, first_segment, is_dropped, is_space
 
 _PAPER_NON_WORD = re.compile(r"[^\w\s]")
-
-
-def _is_dropped(ch: str) -> bool:
-    return unicodedata.category(ch)[0] in ("P", "S")
 
 
 def normalise_word(word: str) -> str:
@@ -50,35 +46,25 @@ def strip_punctuation(text: str) -> str:
     """
     if text.isalnum():  # letters and digits only (most words): nothing to drop, no whitespace to join
         return text
-    if not text.isascii():
-        return _strip_clusters(text)
+    # ASCII text is its own characters, one cluster each (read without the cluster pattern: the common case).
+    parts: Sequence[str] = text if text.isascii() else list(clusters(text))
     kept: list[str] = []
-    for i, ch in enumerate(text):
-        if ch == "-":
-            before = text[i - 1] if i > 0 else ""
-            after = text[i + 1] if i + 1 < len(text) else ""
-            if before.isalnum() and after.isalnum():
-                kept.append(ch)
-            continue
-        if not _is_dropped(ch):
-            kept.append(ch)
-    return " ".join("".join(kept).split())
-
-
-def _strip_clusters(text: str) -> str:
-    """``strip_punctuation`` by grapheme clusters (text outside ASCII)."""
-    parts = list(clusters(text))
-    kept: list[str] = []
-    for i, cluster in enumerate(parts):
-        if cluster == "-":
+    for i, part in enumerate(parts):
+        if part == "-":
             before = parts[i - 1] if i > 0 else ""
             after = parts[i + 1] if i + 1 < len(parts) else ""
             if before[:1].isalnum() and after[:1].isalnum():
-                kept.append(cluster)
+                kept.append(part)
             continue
-        if is_space(cluster) or not is_dropped(cluster):
-            kept.append(cluster)
+        if part in _ASCII_DROPPED:
+            continue
+        if part.isascii() or is_space(part) or not is_dropped(part):
+            kept.append(part)
     return " ".join("".join(kept).split())
+
+
+#: ASCII punctuation and symbols: ``is_dropped`` of one ASCII character, looked up (the loop above is a hot path).
+_ASCII_DROPPED = frozenset(ch for ch in map(chr, range(128)) if is_dropped(ch))
 
 
 def first_complete_word(text: str, ended: bool, segmenter: str = "spaces") -> tuple[str | None, bool]:
