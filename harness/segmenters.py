@@ -10,9 +10,10 @@ Japanese or Thai whitespace does not end a word, so a model's sample would run t
 * ``jieba``: Chinese words, by jieba's dictionary (``pip install 'variability-harness[zh]'``);
 * ``fugashi``: Japanese words, by MeCab with the UniDic Lite dictionary (``pip install 'variability-harness[ja]'``).
 
-A segmenter other than ``spaces`` looks at most ``WINDOWS[name]`` characters of a run: the first word is the first
-word of those characters. That makes the word a function of a bounded prefix, so the trie sampler can stop a sample
-as soon as the run is closed (whitespace, punctuation, end of sequence) or has more characters than the window,
+A segmenter other than ``spaces`` looks at most ``WINDOWS[name]`` characters of a run (the first whitespace-separated
+chunk, normalised: punctuation removed, as people's answers are): the first word is the first word of those
+characters. That makes the word a function of a bounded prefix, so the trie sampler can stop a sample as soon as
+the run is closed (whitespace, end of sequence) or has more characters than the window,
 and stays exact in distribution for this definition. What is lost: a dictionary segmenter that would cut the first
 word differently when it saw characters beyond the window (a word longer than the window, or an ambiguity only
 resolved further on) is cut as if the run ended there, on both sides alike.

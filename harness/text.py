@@ -7,6 +7,7 @@ same: lower-case, drop every Unicode punctuation or symbol character except a hy
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from typing import Literal
@@ -68,13 +69,17 @@ _ASCII_DROPPED = frozenset(ch for ch in map(chr, range(128)) if is_dropped(ch))
 
 
 def first_complete_word(text: str, ended: bool, segmenter: str = "spaces") -> tuple[str | None, bool]:
-    """The first whitespace-separated chunk of ``text`` that normalises to a non-empty word, or with another
-    ``segmenter`` (``harness.segmenters``) the first word of the first run of letters.
+    """The first whitespace-separated chunk of ``text`` that normalises to a non-empty word; with another
+    ``segmenter`` (``harness.segmenters``), the segmenter's first word of that normalised chunk.
 
     Returns ``(word, complete)``. A word is complete when whitespace follows it in ``text`` or when the sample
     ``ended`` (end-of-sequence) right after it; until then more tokens could still extend it. A segmenter's word is
-    complete once its run is closed (whitespace, punctuation, end) or longer than the segmenter's window.
+    also complete once the normalised chunk is longer than the segmenter's window: more text only adds to its end.
     ``(None, False)`` means no word has started yet.
+
+    Punctuation inside a chunk is removed, never a boundary, under every segmenter: people's answers reach the rule
+    normalised (``normalise_word``, punctuation removed), so a model's text must be read the same way for the two
+    to be cut alike (``走，到了`` is ``走到了`` on both sides).
 
     >>> first_complete_word(" the cat", ended=False)
     ('the', True)
@@ -85,38 +90,26 @@ def first_complete_word(text: str, ended: bool, segmenter: str = "spaces") -> tu
     >>> first_complete_word("「苹果", ended=False, segmenter="characters")
     ('苹', True)
     """
-    if segmenter != "spaces":
-        return _first_segment_word(text, ended, segmenter)
     # str.split() cuts at exactly the characters str.isspace() accepts; a chunk is complete when a later chunk
     # exists (whitespace separates them) or the text ends with whitespace.
     chunks = text.split()
     for k, chunk in enumerate(chunks):
         word = normalise_word(chunk)
         if word:
-            return word, ended or k + 1 < len(chunks) or text[-1].isspace()
+            complete = ended or k + 1 < len(chunks) or text[-1].isspace()
+            if segmenter == "spaces":
+                return word, complete
+            return _first_segment(word, complete, segmenter)
     return None, False
 
 
-def _first_segment_word(text: str, ended: bool, segmenter: str) -> tuple[str | None, bool]:
-    """``first_complete_word`` for a segmenter: the first run of kept clusters (whitespace and dropped clusters end
-    it), its first ``WINDOWS[segmenter]`` clusters cut by the segmenter."""
+def _first_segment(chunk: str, complete: bool, segmenter: str) -> tuple[str | None, bool]:
+    """The segmenter's first word of a normalised ``chunk``, and whether it is final: the chunk is ``complete``, or
+    longer than the window (its first ``WINDOWS[segmenter]`` clusters, all the segmenter reads, are then fixed)."""
     window = WINDOWS[segmenter]
-    run: list[str] = []
-    closed = False
-    for cluster in clusters(text):
-        if is_space(cluster) or is_dropped(cluster):
-            if run:
-                closed = True
-                break
-            continue
-        run.append(cluster.lower())
-        if len(run) > window:
-            closed = True
-            break
-    if not run:
-        return None, False
-    word = first_segment("".join(run[:window]), segmenter)
-    return (word or None), bool(word) and (ended or closed)
+    word = first_segment(chunk, segmenter)
+    longer = sum(1 for _ in itertools.islice(clusters(chunk), window + 1)) > window
+    return (word or None), bool(word) and (complete or longer)
 
 
 def first_complete_line(text: str, ended: bool) -> tuple[str | None, bool]:
@@ -220,10 +213,10 @@ def word_rule_problem(word: str, mode: str, segmenter: str = "spaces") -> str | 
     if expected == word:
         return None
     if mode == "exact" and segmenter in DICTIONARY_SEGMENTERS:
-        # A dictionary segmenter cuts a run by its context ("走到" in 走到了, "走" alone): a word it gave is
-        # checked for what holds alone, one run of at most its window, case folded, nothing to remove.
-        kept = "".join(c for c in clusters(word) if not (is_space(c) or is_dropped(c)))
-        if kept and kept == word == word.lower() and len(list(clusters(word))) <= WINDOWS[segmenter]:
+        # A dictionary segmenter cuts by context ("走到" in 走到了, "走" alone): a word it gave is checked for what
+        # holds alone, a normalised chunk (no whitespace, nothing to remove) of at most its window.
+        n_clusters = sum(1 for _ in clusters(word))
+        if word == normalise_word(word) and len(word.split()) == 1 and n_clusters <= WINDOWS[segmenter]:
             return None
     if mode == "paper" and word == word.lower() and expected == word.replace("\u0307", ""):
         # 'İ'.lower() is 'i' with a combining dot (U+0307), which the study's clean-up, run before lower-casing,

@@ -112,9 +112,11 @@ def test_jieba_cuts_chinese_words_within_its_window() -> None:
     pytest.importorskip("jieba")
     assert first_segment("研究生命的起源", "jieba") == "研究"
     assert human_word("苹果很甜", "exact", "jieba") == ("苹果", True)
-    # A sample is decided once its run is closed or longer than the window (8 characters).
+    # A sample is decided once its chunk is closed (whitespace, the end) or longer than the window (8 characters);
+    # punctuation is removed, not a boundary, on both sides alike.
     assert first_complete_word("苹果", ended=False, segmenter="jieba") == ("苹果", False)
-    assert first_complete_word("苹果，", ended=False, segmenter="jieba") == ("苹果", True)
+    assert first_complete_word("苹果，", ended=False, segmenter="jieba") == ("苹果", False)
+    assert first_complete_word("苹果， ", ended=False, segmenter="jieba") == ("苹果", True)
     assert first_complete_word("研究生命的起源是什么", ended=False, segmenter="jieba") == ("研究", True)
     # jieba cuts by context: 走到 is one word in 走到了, two alone. A model's word is checked for what holds alone.
     assert first_complete_word("走到了", ended=False, segmenter="jieba") == ("走到", False)
@@ -122,6 +124,18 @@ def test_jieba_cuts_chinese_words_within_its_window() -> None:
     assert word_rule_problem("走到", "exact", "jieba") is None
     assert word_rule_problem("走到学校很远的地方", "exact", "jieba") is not None  # longer than the window
     assert word_rule_problem("走，", "exact", "jieba") is not None
+
+
+def test_a_person_and_a_model_writing_the_same_text_get_the_same_word() -> None:
+    """People's answers reach the rule normalised by their loader (punctuation removed); a model's text is read the
+    same way, so the same text gives the same word on both sides under every segmenter."""
+    pytest.importorskip("jieba")
+    for text in ("走，到了", "研究，生命的起源", "well-known", "「苹果」树", "Tisch, und Stühle"):
+        for segmenter in ("spaces", "characters", "jieba"):
+            person = human_word(normalise_word(text), "exact", segmenter)[0]
+            model = first_complete_word(text, ended=True, segmenter=segmenter)[0]
+            assert person == model, (text, segmenter)
+    assert first_complete_word("走，到了", ended=True, segmenter="jieba")[0] == "走到"
 
 
 def test_fugashi_cuts_japanese_words() -> None:
