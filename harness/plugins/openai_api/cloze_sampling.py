@@ -58,8 +58,7 @@ class ClozeSampler:
                 text = choice_text(choice, setup.endpoint)
                 ended = choice.get("finish_reason") != "length"
                 if setup.endpoint == "chat":
-                    mode = "exact" if request.mode == "paper" else request.mode
-                    word = first_word_of_reply(text, mode, request.segmenter)
+                    word = first_word_of_reply(text, request.mode, request.segmenter)
                     outcome = ("word", word) if word else ("reject", "empty" if ended else "truncated")
                 else:
                     depth = completion_tokens(reply) or 0
