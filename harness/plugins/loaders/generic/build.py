@@ -4,6 +4,7 @@ rows are reported (each one line naming the file, the row and the field; all of 
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from harness.options import Option, Options, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, is_template
 from harness.plugins.loaders.generic.human import HumanSpec, Productions, human_option, read_row
 from harness.plugins.loaders.generic.normalise import Normaliser, build_normaliser, normaliser_option
+from harness.plugins.loaders.generic.participants import ITEM, answered_once, reshape
 from harness.plugins.loaders.generic.table import SOURCE_OPTIONS, Table, bad_rows, key_text, read_table
 
 T = TypeVar("T")
@@ -272,14 +274,30 @@ class GenericLoader:
         require(parsed, self.required, self.name)
         if self.check is not None:
             self.check(parsed)
-        table = read_table(options, data_dir, self.name, max_rows=max_rows)
+        human: HumanSpec = parsed["human"]
+        by_person = human.participants
+        table = read_table(
+            options,
+            data_dir,
+            self.name,
+            max_rows=max_rows,
+            reshape=None if by_person is None else (lambda t: reshape(t, by_person)),
+        )
         normaliser = build_normaliser(parsed["normalise"], self.defaults, data_dir)
         tally = Tally()
 
         def one(group: Group) -> Instance:
-            return self.build(group, parsed, normaliser, tally)
+            if by_person is None:
+                return self.build(group, parsed, normaliser, tally)
+            ids, problems = answered_once(table, group.rows, by_person.participant)
+            if problems:
+                raise GroupErrors(problems)
+            instance = self.build(group, parsed, normaliser, tally)
+            meta = {**getattr(instance, "meta", {}), "participants": ids}
+            return dataclasses.replace(instance, meta=meta)  # type: ignore[call-arg]
 
-        instances = build_all(groups(table, parsed["group_by"]), one, self.name)
+        group_by = parsed["group_by"] if parsed["group_by"] is not None or by_person is None else (ITEM,)
+        instances = build_all(groups(table, group_by), one, self.name)
         source = {
             "loader": self.name,
             **table.source,
