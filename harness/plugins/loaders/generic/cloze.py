@@ -8,6 +8,10 @@ the model's words go through (``harness.kinds.words``: a phrase counts as its fi
 so that the two are comparable; guesses that become the same word are merged. The counts are listed most frequent
 first, ties by word, as the Provo loader does (the paper-faithful ECE breaks ties by this order).
 
+The context is a field of the rows (``context``: a column or a template), or is read from the study's passages
+(``passages``: text files, or a column, with each row's text id and word position; ``passages.py``), which also
+give the corpus word at the position unless ``target`` names it. The two are exclusive.
+
 Each instance's ``meta`` holds the columns the task names, then ``n_human_raw`` (people with an answer, before
 the word rule), ``n_human_dropped`` (answers the word rule leaves empty), ``n_human_missing`` (``no_answer``
 responses) and ``n_unique_raw`` (distinct answers as written), as the Provo loader records them; the kind adds
@@ -16,11 +20,13 @@ responses) and ``n_unique_raw`` (distinct answers as written), as the Provo load
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from harness.data import LoadedData, takes_options
+from harness.errors import HarnessError
 from harness.instances import ClozeInstance
 from harness.options import Option, Options, optional
 from harness.plugins.loaders.generic.build import (
@@ -35,6 +41,7 @@ from harness.plugins.loaders.generic.build import (
 from harness.plugins.loaders.generic.fields import RowError, column_or_template
 from harness.plugins.loaders.generic.human import recover_counts
 from harness.plugins.loaders.generic.normalise import Normaliser
+from harness.plugins.loaders.generic.passages import Passages, passages_option, read_passages
 from harness.text import normalise_word
 
 LOADER = "generic_cloze"
@@ -42,15 +49,36 @@ LOADER = "generic_cloze"
 DEFAULTS = Normaliser(case="fold", punctuation="strip")
 
 OPTIONS = BASE_OPTIONS | Options(
-    Option("context", optional(column_or_template("context")), None, "the text before the position (required)"),
+    Option("context", optional(column_or_template("context")), None, "the text before the position (or passages)"),
     Option("target", optional(column_or_template("target")), None, "the corpus word that followed, if known"),
+    Option("passages", optional(passages_option), None, "the context (and target) from the study's passages"),
 )
 
 
-def cloze_instance(group: Group, parsed: Mapping[str, Any], normaliser: Normaliser, tally: Tally) -> ClozeInstance:
+def _context_or_passages(parsed: Mapping[str, Any]) -> None:
+    if parsed["context"] is not None and parsed["passages"] is not None:
+        raise HarnessError(
+            f"data options of loader '{LOADER}': give 'context' or 'passages', not both (with 'passages' the "
+            "context is the passage's words before the position)"
+        )
+    if parsed["context"] is None and parsed["passages"] is None:
+        raise HarnessError(
+            f"data options of loader '{LOADER}': 'context' is required, or 'passages' to read it from the study's "
+            "passages (see docs/your-data.md)"
+        )
+
+
+def cloze_instance(
+    group: Group, parsed: Mapping[str, Any], normaliser: Normaliser, tally: Tally, passages: Passages | None = None
+) -> ClozeInstance:
     where = group.where
-    context = text(group.same(parsed["context"]), where, "context", required=False)
-    target_raw = text(group.same(parsed["target"]), where, "target", required=False)
+    if passages is None:
+        context = text(group.same(parsed["context"]), where, "context", required=False)
+        target_raw = text(group.same(parsed["target"]), where, "target", required=False)
+    else:
+        context, printed = passages.locate(group)
+        given = parsed["target"]
+        target_raw = printed if given is None else text(group.same(given), where, "target", required=False)
     found = group.productions(parsed["human"])
     counted = recover_counts(found)
     counts: dict[str, float] = {}
@@ -91,10 +119,36 @@ def cloze_instance(group: Group, parsed: Mapping[str, Any], normaliser: Normalis
     )
 
 
-GENERIC = GenericLoader(LOADER, OPTIONS, DEFAULTS, ("context", "human"), cloze_instance)
+GENERIC = GenericLoader(LOADER, OPTIONS, DEFAULTS, ("human",), cloze_instance, _context_or_passages)
 
 
-@takes_options(OPTIONS, name=LOADER, check_data=GENERIC.check_data)
+def _loader(options: Mapping[str, Any], data_dir: Path) -> tuple[GenericLoader, Passages | None]:
+    """The loader for these options: with ``passages``, one whose instances read the passages, read once here."""
+    parsed = OPTIONS.parse(options, f"data options of loader '{LOADER}'")
+    _context_or_passages(parsed)
+    if parsed["passages"] is None:
+        return GENERIC, None
+    passages = read_passages(parsed["passages"], data_dir)
+
+    def build(group: Group, parsed: Mapping[str, Any], normaliser: Normaliser, tally: Tally) -> ClozeInstance:
+        return cloze_instance(group, parsed, normaliser, tally, passages)
+
+    return replace(GENERIC, build=build), passages
+
+
+def check_generic_cloze(
+    options: Mapping[str, Any], data_dir: Path, prepare: Callable[[LoadedData], LoadedData] | None = None
+) -> str:
+    """``harness validate``'s check (``GenericLoader.check_data``), with the passages read."""
+    return _loader(options, data_dir)[0].check_data(options, data_dir, prepare)
+
+
+@takes_options(OPTIONS, name=LOADER, check_data=check_generic_cloze)
 def load_generic_cloze(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """Cloze instances from the rows the options name (``docs/your-data.md``)."""
-    return GENERIC.load(options, data_dir)
+    loader, passages = _loader(options, data_dir)
+    loaded = loader.load(options, data_dir)
+    if passages is None:
+        return loaded
+    source = {**loaded.source, "passages": passages.source()}
+    return LoadedData(loaded.instances, passages.data_hash(loaded.data_hash), source)

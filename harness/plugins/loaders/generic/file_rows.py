@@ -69,12 +69,7 @@ def file_rows(path: Path, fmt: str, json_field: str | None = None, max_rows: int
     if fmt == "parquet":
         _check_parquet(path, data)
     else:
-        for mark, encoding in _BOMS:
-            if data.startswith(mark):
-                raise HarnessError(
-                    f"{path}: {encoding} text (it starts with the {encoding} byte order mark "
-                    f"{mark.hex(' ').upper()}), not UTF-8; save it as UTF-8"
-                )
+        _refuse_other_boms(path, data)
     if fmt in ("csv", "tsv"):
         rows = _csv_rows(path, _utf8(path, data), "\t" if fmt == "tsv" else ",", fmt, max_rows)
     elif fmt in ("json", "jsonl"):
@@ -92,6 +87,23 @@ def _why_no_rows(fmt: str, json_field: str | None) -> str:
     return {"json": "an empty list of records", "jsonl": "no records", "parquet": "a table of 0 rows"}.get(
         fmt, "nothing to read"
     )
+
+
+def utf8_text(path: Path, data: bytes) -> str:
+    """A text file's bytes (a passage, not a table) as UTF-8 text by the rules a table's bytes follow: a UTF-8
+    byte-order mark dropped; UTF-16 or UTF-32 (by its mark, or NUL bytes), bytes that are not UTF-8 and NUL bytes
+    are each one line naming the file and the line."""
+    _refuse_other_boms(path, data)
+    return _utf8(path, data)
+
+
+def _refuse_other_boms(path: Path, data: bytes) -> None:
+    for mark, encoding in _BOMS:
+        if data.startswith(mark):
+            raise HarnessError(
+                f"{path}: {encoding} text (it starts with the {encoding} byte order mark "
+                f"{mark.hex(' ').upper()}), not UTF-8; save it as UTF-8"
+            )
 
 
 def _utf8(path: Path, data: bytes) -> str:
