@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.data_paths import reading_task_file
 from harness.errors import HarnessError, TaskConfigError
 from harness.extras import require_extras
 from harness.files import same_file
 from harness.kinds.base import RequestKind
-from harness.registry import Registry
+from harness.registry import Registry, get_registry
 from harness.scoring import Scorer
 from harness.task_config import TaskConfig
 from harness.task_validation import load_task_file
@@ -151,9 +152,13 @@ def naming_task_file(config: TaskConfig, loader: object = None) -> Iterator[None
 
     Only for loaders of users' own data (those that declare ``check_data``, the generic loaders), whose data and
     mapping the task file describes; ``loader`` None means such a loader. A built-in loader's errors already name its
-    data set. The error keeps its type where it can; a message that already starts with the file is left as it is."""
+    data set. The error keeps its type where it can; a message that already starts with the file is left as it is.
+
+    Inside, the task file is also where ``task:`` data paths are relative to (``harness.data_paths``): every loader
+    call passes through here, and a loader's signature has no room for it."""
     try:
-        yield
+        with reading_task_file(_task_file(config)):
+            yield
     except HarnessError as exc:
         file = config.source_file
         message = str(exc)
@@ -169,3 +174,15 @@ def naming_task_file(config: TaskConfig, loader: object = None) -> Iterator[None
         if str(renamed) != prefixed:
             renamed = HarnessError(prefixed)
         raise renamed from exc.__cause__
+
+
+def _task_file(config: TaskConfig) -> Path | None:
+    """The file ``config`` was read from; for one read back from a run's results (``harness score``, whose
+    ``source_file`` names ``results.json``), the registered task of its name, the only file it can have come from
+    (``check_registered_name``); the re-scored data's hash is checked against the run's all the same."""
+    if not config.source_file:
+        return None
+    if Path(config.source_file).is_file():
+        return Path(config.source_file)
+    registered = get_registry().tasks.get(config.task)
+    return Path(str(registered.obj)) if registered is not None else None

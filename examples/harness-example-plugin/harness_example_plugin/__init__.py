@@ -1,5 +1,6 @@
-"""An example harness plugin: a request kind, a task, two scorers and a model adapter, registered through the
-entry-point group. Everything it uses comes from ``harness.api``.
+"""An example harness plugin: a request kind, tasks, two scorers and a model adapter, registered through the
+entry-point group. Everything it uses comes from ``harness.api``; one task reads a small data set the package ships
+(``data/``, package-data in ``pyproject.toml``).
 
 The request kind, ``guess_word``, asks a model for its single best guess of the next word of a cloze context:
 adding it took the kind class below, its request and response types, and one ``register_request_kinds`` line.
@@ -193,3 +194,5 @@ def register_scorers(register: RegisterScorer) -> None:
 def register_tasks(register: RegisterTask) -> None:
     register(resources.files(__name__) / "provo-openers.yaml")
     register(resources.files(__name__) / "provo-guess.yaml")
+    # Reads the data this package ships (data/), with task: and package: paths: it needs no --data-dir.
+    register(resources.files(__name__) / "example-cloze.yaml")

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.data_paths import resolve_data_file
 from harness.errors import HarnessError, shorten_repr
 from harness.files import decode_utf8, read_bytes
 from harness.task_config import load_yaml
@@ -110,7 +111,8 @@ def normaliser_option() -> Any:
 
 
 def build_normaliser(given: Mapping[str, Any] | None, defaults: Normaliser, data_dir: Path) -> Normaliser:
-    """The normaliser for a task: the kind's defaults, then what the task file gave."""
+    """The normaliser for a task: the kind's defaults, then what the task file gave (a replacements file is a data
+    path as ``files`` are: under the data root, ``task:`` or ``package:``)."""
     given = given or {}
     case = given.get("case") or defaults.case
     punctuation = given.get("punctuation") or defaults.punctuation
@@ -120,8 +122,7 @@ def build_normaliser(given: Mapping[str, Any] | None, defaults: Normaliser, data
     file: Path | None = None
     digest: str | None = None
     if isinstance(raw, str):
-        file = Path(raw).expanduser()
-        file = file if file.is_absolute() else data_dir / file
+        file = resolve_data_file(raw, data_dir, "normalise.replacements")
         raw, digest = read_replacements(file)
     replacements = {base.steps(k): v.strip() for k, v in (raw or {}).items()}
     return Normaliser(case, punctuation, no_answer, replacements, file, digest)

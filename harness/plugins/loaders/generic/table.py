@@ -22,7 +22,6 @@ table), and ``filter`` keeps the rows for which a template is true.
 
 from __future__ import annotations
 
-import glob
 import hashlib
 import json
 import math
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.data import downloads_allowed, hash_files
+from harness.data_paths import resolve_data_paths
 from harness.errors import DataNotFoundError, HarnessError, shorten, shorten_repr
 from harness.options import Option, Options, one_of, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template
@@ -201,24 +201,10 @@ def read_table(options: Mapping[str, Any], data_dir: Path, loader: str, *, max_r
 
 
 def resolve_paths(given: tuple[str, ...], data_dir: Path, option: str) -> list[Path]:
-    """Each path under the data root (or absolute, or ``~``), globs expanded in sorted order; all must exist."""
-    found: list[Path] = []
-    for text in given:
-        path = Path(text).expanduser()
-        path = path if path.is_absolute() else data_dir / path
-        if glob.has_magic(str(path)):
-            matches = sorted(Path(p) for p in glob.glob(str(path), recursive=True) if Path(p).is_file())
-            if not matches:
-                raise DataNotFoundError(f"data option '{option}': no file matches {path}")
-            found.extend(matches)
-        elif path.is_file():
-            found.append(path)
-        else:
-            raise DataNotFoundError(
-                f"data option '{option}': {path} not found (paths are under the data root {data_dir}: "
-                "--data-dir DIR or HARNESS_DATA_DIR=DIR)"
-            )
-    return found
+    """Each path as ``harness.data_paths`` reads it (under the data root, absolute or ``~``; ``task:PATH`` beside the
+    task file; ``package:PACKAGE/PATH`` inside an installed package), globs expanded in sorted order; all must
+    exist."""
+    return resolve_data_paths(given, data_dir, option)
 
 
 def _read_files(paths: list[Path], fmt: str, json_field: str | None, max_rows: int | None) -> Table:
