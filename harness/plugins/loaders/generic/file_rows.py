@@ -57,9 +57,16 @@ def file_format(path: Path, fmt: str) -> str:
     return _BY_SUFFIX[suffix]
 
 
-def file_rows(path: Path, fmt: str, json_field: str | None = None, max_rows: int | None = None) -> list[dict[str, Any]]:
+def file_rows(
+    path: Path, fmt: str, json_field: str | None = None, max_rows: int | None = None, json_key: str | None = None
+) -> list[dict[str, Any]]:
     """One file's rows (CSV and TSV cells as text, exactly as written); a file that cannot be read is one line
-    naming it, the line or row where known, and the cause."""
+    naming it, the line or row where known, and the cause. ``json_key``: a JSON file's records keyed by id."""
+    if json_key is not None and fmt != "json":
+        raise HarnessError(
+            f"{path}: data option 'json_key' is for a JSON file holding an object of records keyed by id; this file "
+            f"is read as {fmt.upper()}"
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -73,7 +80,7 @@ def file_rows(path: Path, fmt: str, json_field: str | None = None, max_rows: int
     if fmt in ("csv", "tsv"):
         rows = _csv_rows(path, _utf8(path, data), "\t" if fmt == "tsv" else ",", fmt, max_rows)
     elif fmt in ("json", "jsonl"):
-        rows = json_rows(path, _utf8(path, data), fmt, json_field)
+        rows = json_rows(path, _utf8(path, data), fmt, json_field, json_key)
     else:
         rows = _parquet_rows(path)
     if not rows:

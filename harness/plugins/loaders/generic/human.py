@@ -8,7 +8,12 @@ Real data sets give the people's answers in one of these shapes (``human.shape``
 * ``mapping``: a column holding ``{response: count}`` (``values: proportions`` when the numbers are shares);
 * ``parallel``: answers and their ``counts`` (or ``proportions``) side by side, either as two list columns or as
   numbered column families (``answer_*`` beside ``share_*``: ``answer_1`` goes with ``share_1``); empty cells are
-  ignored. For multiple choice, ``counts`` alone (a list column, or ``count_*``) gives one count per option.
+  ignored. For multiple choice, ``counts`` alone (a list column, or ``count_*``) gives one count per option;
+* ``participants``: one row per participant, one column per item (crowdsourcing and survey exports): the rows are
+  reshaped into one row per answer and read as ``long`` (``participants.py``).
+
+A list, mapping or parallel column may hold an instance's responses packed in one cell (``packed``: ``dog, cat``
+split at a separator, or JSON text): ``packed.py``.
 
 Proportions become counts only where the number of people is known (``n_people``) and every proportion times it
 is a whole number (within ``WHOLE_TOLERANCE``); otherwise the instance keeps the proportions and says that its
@@ -30,8 +35,10 @@ from typing import Any
 from harness.errors import shorten_repr
 from harness.options import Option, Options, one_of, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, family, family_columns
+from harness.plugins.loaders.generic.packed import Packed, check_packed, check_pieces, packed_option
+from harness.plugins.loaders.generic.participants import RESPONSE, ParticipantsSpec, participants_option
 
-SHAPES = ("long", "list", "mapping", "parallel")
+SHAPES = ("long", "list", "mapping", "parallel", "participants")
 #: How far from a whole number a proportion times the number of people may be and still be read as a count
 #: (proportions are usually printed with 2 to 6 decimals: 0.33 * 3 = 0.99).
 WHOLE_TOLERANCE = 0.05
@@ -54,6 +61,11 @@ class HumanSpec:
     proportions: Field | str | None = None
     n_people: Field | int | None = None
     values: str = "counts"
+    #: Every response of an instance in one cell, split at a separator or parsed as JSON (``packed.py``).
+    packed: Packed | None = None
+    #: Shape ``participants``: where each participant's answers are (the rows are reshaped into one per answer,
+    #: which is then read as shape ``long``: ``participants.py``).
+    participants: ParticipantsSpec | None = None
 
     def weights(self) -> Field | str | None:
         return self.counts if self.counts is not None else self.proportions
@@ -93,6 +105,7 @@ HUMAN_OPTIONS = Options(
     Option("proportions", optional(_column_template_or_family("human.proportions")), None, "shares instead"),
     Option("n_people", optional(_people), None, "the number of people, to recover counts from proportions"),
     Option("values", one_of("counts", "proportions"), "counts", "mapping shape: what the numbers are"),
+    Option("packed", optional(packed_option), None, "every response in one cell: a separator, or json"),
 )
 
 
@@ -100,14 +113,21 @@ def human_option(value: Any) -> HumanSpec:
     """Converter for the ``human`` data option: one shape and the keys it needs, checked together."""
     if not isinstance(value, Mapping):
         raise ValueError(f"expected a mapping {{shape, responses, counts, ...}}, got {shorten_repr(value)}")
+    if value.get("shape") == "participants":
+        spec = participants_option(value)
+        return HumanSpec("participants", Field("human.responses", column=RESPONSE, given=RESPONSE), participants=spec)
     p = HUMAN_OPTIONS.parse(value, "human")
     shape = p["shape"]
     if shape is None:
         raise ValueError(f"'shape' is required ({' | '.join(SHAPES)})")
     if p["counts"] is not None and p["proportions"] is not None:
         raise ValueError("give 'counts' or 'proportions', not both")
-    if p["n_people"] is not None and p["proportions"] is None and p["values"] != "proportions":
-        raise ValueError("'n_people' goes with proportions (the counts already say how many people)")
+    pieces = p["packed"] is not None and shape == "list"  # n_people: the pieces each packed cell must hold
+    if p["n_people"] is not None and p["proportions"] is None and p["values"] != "proportions" and not pieces:
+        raise ValueError(
+            "'n_people' goes with proportions (the counts already say how many people), or with packed cells of "
+            "shape list (the pieces each cell must hold)"
+        )
     if shape != "parallel" and p["responses"] is None:
         raise ValueError(f"shape {shape}: 'responses' is required")
     for key in ("responses", "counts", "proportions"):
@@ -119,10 +139,12 @@ def human_option(value: Any) -> HumanSpec:
         raise ValueError("shape parallel: give 'counts' or 'proportions' beside 'responses'")
     if shape != "mapping" and "values" in value:
         raise ValueError("'values' is for shape mapping")
-    return HumanSpec(shape, p["responses"], p["counts"], p["proportions"], p["n_people"], p["values"])
+    if p["packed"] is not None:
+        check_packed(p["packed"], shape, any(isinstance(p[k], str) for k in ("responses", "counts", "proportions")))
+    return HumanSpec(shape, p["responses"], p["counts"], p["proportions"], p["n_people"], p["values"], p["packed"])
 
 
-human_option.type_name = "{shape, responses, counts | proportions, n_people, values}"  # type: ignore[attr-defined]
+human_option.type_name = "{shape, responses, counts | proportions, n_people, values, packed}"  # type: ignore
 
 
 @dataclass
@@ -152,14 +174,14 @@ def read_row(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Producti
     """Add one row's productions to ``into`` (a long-format group calls this once per row)."""
     into.proportions = spec.uses_proportions()
     into.read_at(where, weights_label(spec))
-    n = people(spec, row, where)
+    n = None if spec.packed is not None and spec.shape == "list" else people(spec, row, where)  # pieces, not people
     if n is not None:
         if into.n_people is not None and n != into.n_people:
             raise RowError(
                 f"{where}: field 'human.n_people': {n}, but an earlier row of the instance gave {into.n_people}"
             )
         into.n_people = n
-    if spec.shape == "long":
+    if spec.shape in ("long", "participants"):
         assert isinstance(spec.responses, Field)
         response = spec.responses.value(row, where)
         weights = spec.weights()
@@ -168,11 +190,16 @@ def read_row(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Producti
         into.add(_text_or_none(response), weight)
     elif spec.shape == "list":
         assert isinstance(spec.responses, Field)
-        for response in _sequence(spec.responses.value(row, where), where, "human.responses"):
+        responses = _sequence(spec, spec.responses, row, where)
+        if spec.packed is not None and spec.n_people is not None:
+            check_pieces(len(responses), people(spec, row, where), spec.n_people, where, label(spec.responses))
+        for response in responses:
             into.add(_text_or_none(response), 1.0)
     elif spec.shape == "mapping":
         assert isinstance(spec.responses, Field)
         mapping = spec.responses.value(row, where)
+        if spec.packed is not None:
+            mapping = spec.packed.mapping(mapping, where, label(spec.responses))
         if not isinstance(mapping, Mapping):
             raise RowError(
                 f"{where}: field 'human.responses': expected a mapping of response to number, got "
@@ -235,8 +262,8 @@ def _read_parallel(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Pr
             into.add(_text_or_none(answer), value)
         return
     assert isinstance(weights, Field) and isinstance(spec.responses, Field)
-    numbers = _sequence(weights.value(row, where), where, name)
-    answers = _sequence(spec.responses.value(row, where), where, "human.responses")
+    numbers = _sequence(spec, weights, row, where, responses=False)
+    answers = _sequence(spec, spec.responses, row, where)
     if len(answers) != len(numbers):
         raise RowError(
             f"{where}: fields 'human.responses' and '{name}': {len(answers)} responses but {len(numbers)} numbers"
@@ -261,7 +288,7 @@ def option_counts(spec: HumanSpec, row: Mapping[str, Any], where: str) -> list[f
         return [_number(row[c], where, f"column {c!r}", proportions) for c in columns.values() if not _empty(row[c])]
     return [
         _number(n, where, f"field '{_name(weights)}[{k}]'", proportions)
-        for k, n in enumerate(_sequence(weights.value(row, where), where, _name(weights)))
+        for k, n in enumerate(_sequence(spec, weights, row, where))  # one cell per item: counted as the responses
     ]
 
 
@@ -283,10 +310,14 @@ def weights_label(spec: HumanSpec) -> str:
     return f"columns {weights!r}" if isinstance(weights, str) else label(weights)
 
 
-def _sequence(value: Any, where: str, name: str) -> list[Any]:
+def _sequence(spec: HumanSpec, source: Field, row: Mapping[str, Any], where: str, responses: bool = True) -> list[Any]:
+    """A list column's value: the list itself, or the pieces of a packed cell (``responses``: counted as such)."""
+    value = source.value(row, where)
+    if spec.packed is not None:
+        return spec.packed.pieces(value, where, label(source), responses=responses)
     if isinstance(value, (list, tuple)):
         return list(value)
-    raise RowError(f"{where}: field '{name}': expected a list, got {shorten_repr(value)}")
+    raise RowError(f"{where}: field '{source.name}': expected a list, got {shorten_repr(value)}")
 
 
 def _empty(value: Any) -> bool:

@@ -46,9 +46,10 @@ class Normaliser:
     replacements_sha256: str | None = None
 
     def apply(self, response: str) -> str | None:
-        """The normalised response, or None when it means "no answer"."""
+        """The normalised response, or None when it means "no answer": one of ``no_answer``, or empty whatever the
+        list says (an empty box, an empty piece of a packed cell: a person without an answer, never a word)."""
         text = self.folded(response)
-        if text in self.no_answer:
+        if not text or text in self.no_answer:
             return None
         text = self._punctuation(text)
         return self.replacements.get(text, text)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from harness.errors import DataNotFoundError, HarnessError, shorten, shorten_rep
 from harness.options import Option, Options, one_of, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template
 from harness.plugins.loaders.generic.file_rows import FORMATS, file_format, file_rows, innermost_cause, quiet_datasets
+from harness.plugins.loaders.generic.header_rows import header_rows_option, take_labels
 
 #: The types the ``columns`` option can declare.
 COLUMN_TYPES = ("text", "int", "float")
@@ -87,10 +88,15 @@ class Table:
     origins: list[tuple[str, int]]
     data_hash: str
     source: dict[str, Any] = field(default_factory=dict)
+    #: ``header_rows``: ``{name: {column: label}}``, the rows under a file's header that label its columns.
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Per row, the cell it was read from, when a row is one cell of a file's row (shape ``participants``).
+    cells: list[str] | None = None
 
     def where(self, index: int) -> str:
         label, number = self.origins[index]
-        return f"{label}: row {number}"
+        cell = f", column {self.cells[index]!r}" if self.cells is not None else ""
+        return f"{label}: row {number}{cell}"
 
 
 # ----------------------------------------------------------------------------------------------------- options
@@ -165,31 +171,52 @@ SOURCE_OPTIONS = Options(
     Option("files", optional(_paths), None, "data files: paths under the data root (or absolute), globs allowed"),
     Option("format", one_of(*FORMATS), "auto", "auto: by each file's extension", " | ".join(FORMATS)),
     Option("json_field", optional(str), None, "JSON files: the key whose value is the list of records", "str"),
+    Option("json_key", optional(str), None, "JSON files: an object of records keyed by id; the key's column", "str"),
     Option("hub", optional(_hub), None, "a Hugging Face hub data set instead of files"),
     Option("join", optional(_join), None, "add the columns of another table by a key column"),
     Option("columns", optional(_column_types), None, "a column's type: text (as CSV cells are read), int or float"),
     Option("filter", optional(column_or_template("filter", native=True)), None, "keep rows for which this is true"),
+    Option("header_rows", optional(header_rows_option), None, "CSV rows under the header that label its columns"),
 )
 
 
 # ------------------------------------------------------------------------------------------------------ reading
 
 
-def read_table(options: Mapping[str, Any], data_dir: Path, loader: str, *, max_rows: int | None = None) -> Table:
-    """The rows the options name (``max_rows``: only the first rows of each file, for ``harness validate``)."""
+def read_table(
+    options: Mapping[str, Any],
+    data_dir: Path,
+    loader: str,
+    *,
+    max_rows: int | None = None,
+    reshape: Callable[[Table], None] | None = None,
+) -> Table:
+    """The rows the options name (``max_rows``: only the first rows of each file, for ``harness validate``).
+
+    ``reshape`` (the ``participants`` shape) turns the rows into others after ``columns`` and ``filter`` have seen
+    them as read and before ``join`` adds a table's columns to the new rows; without it ``join`` comes first."""
     parsed = SOURCE_OPTIONS.parse({k: v for k, v in options.items() if k in SOURCE_OPTIONS}, f"loader '{loader}'")
     hub: HubSpec | None = parsed["hub"]
     files: tuple[str, ...] | None = parsed["files"]
     if (hub is None) == (files is None):
         raise HarnessError(f"data options of loader '{loader}': give exactly one of 'files' and 'hub'")
+    if hub is not None and parsed["header_rows"]:
+        raise HarnessError(f"data options of loader '{loader}': 'header_rows' is for CSV and TSV files, not 'hub'")
     if hub is not None:
         table = _read_hub(hub, max_rows)
     else:
         assert files is not None
         paths = resolve_paths(files, data_dir, "files")
-        table = _read_files(paths, parsed["format"], parsed["json_field"], max_rows)
+        labelled: tuple[str, ...] | None = parsed["header_rows"]
+        limit = None if max_rows is None else max_rows + len(labelled or ())
+        table = _read_files(paths, parsed["format"], parsed["json_field"], limit, json_key=parsed["json_key"])
+        if labelled:
+            table.rows, table.origins, table.labels = take_labels(
+                table.rows, table.origins, table.source["format"], labelled
+            )
+            table.source["header_rows"] = list(labelled)
     join: JoinSpec | None = parsed["join"]
-    if join is not None:
+    if join is not None and reshape is None:
         _apply_join(table, join, data_dir)
     types: dict[str, str] | None = parsed["columns"]
     if types is not None:
@@ -197,6 +224,10 @@ def read_table(options: Mapping[str, Any], data_dir: Path, loader: str, *, max_r
     keep: Field | None = parsed["filter"]
     if keep is not None:
         _apply_filter(table, keep)
+    if reshape is not None:
+        reshape(table)
+        if join is not None:
+            _apply_join(table, join, data_dir)
     return table
 
 
@@ -207,14 +238,16 @@ def resolve_paths(given: tuple[str, ...], data_dir: Path, option: str) -> list[P
     return resolve_data_paths(given, data_dir, option)
 
 
-def _read_files(paths: list[Path], fmt: str, json_field: str | None, max_rows: int | None) -> Table:
+def _read_files(
+    paths: list[Path], fmt: str, json_field: str | None, max_rows: int | None, json_key: str | None = None
+) -> Table:
     rows: list[dict[str, Any]] = []
     origins: list[tuple[str, int]] = []
     formats: list[str] = []
     for path in paths:
         chosen = file_format(path, fmt)
         formats.append(chosen)
-        for number, row in enumerate(file_rows(path, chosen, json_field, max_rows), start=1):
+        for number, row in enumerate(file_rows(path, chosen, json_field, max_rows, json_key), start=1):
             if max_rows is not None and number > max_rows:
                 break
             rows.append(row)
