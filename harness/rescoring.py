@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.data import LoadedData, resolve_data_dir
+from harness.data_paths import reading_task_file
 from harness.errors import HarnessError, TaskConfigError
 from harness.files import ensure_output_dir
 from harness.locking import OutputLock
@@ -234,8 +235,11 @@ def _prepare_group(
     for source, resolved in zip(group, tasks, strict=True):
         task = source.task
         # A partial import scored only the instances it had outputs for: the same ones again.
-        missing = (results.get("data_sources", {}).get(task) or {}).get("missing") or {}
-        data = load_task_data(resolved, registry, data_root, limit, uncovered=missing.get("ids") or ())
+        recorded_source = results.get("data_sources", {}).get(task) or {}
+        missing = recorded_source.get("missing") or {}
+        # A task file given by path may read data beside it (task: paths); the run recorded where it was.
+        with reading_task_file(recorded_source.get("task_file")):
+            data = load_task_data(resolved, registry, data_root, limit, uncovered=missing.get("ids") or ())
         if data.data_hash != results["task_hashes"].get(task):
             raise HarnessError(
                 f"task {task}: the data read now (hash {data.data_hash[:12]}) differs from the run's "

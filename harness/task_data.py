@@ -11,6 +11,7 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 
 from harness.data import LoadedData
+from harness.data_paths import current_task_file
 from harness.errors import HarnessError
 from harness.instances import Instance
 from harness.kinds.words import report_cuts
@@ -36,6 +37,10 @@ def load_task_data(
     loader = registry.loader(task.config.loader)
     with naming_task_file(task.config, loader):
         data = loader(task.config.data, data_dir)
+        read_beside = current_task_file()
+    if read_beside is not None and getattr(loader, "check_data", None) is not None:
+        # Where a user's task file was, for task: data paths when the run is re-scored (harness score).
+        data = LoadedData(data.instances, data.data_hash, {**data.source, "task_file": str(read_beside)})
     if not data.instances:
         raise HarnessError(f"task {task.config.task}: loader '{task.config.loader}' found no instances")
     data = registry.kind(task.config.request).prepare_data(task.config, data)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.data_paths import reading_task_file
+from harness.data_paths import current_task_file, reading_task_file
 from harness.errors import HarnessError, TaskConfigError
 from harness.extras import require_extras
 from harness.files import same_file
@@ -177,12 +177,14 @@ def naming_task_file(config: TaskConfig, loader: object = None) -> Iterator[None
 
 
 def _task_file(config: TaskConfig) -> Path | None:
-    """The file ``config`` was read from; for one read back from a run's results (``harness score``, whose
-    ``source_file`` names ``results.json``), the registered task of its name, the only file it can have come from
+    """The file ``config`` was read from. For one read back from a run's results (``harness score``, whose
+    ``source_file`` names ``results.json``): the task file the run recorded (``data_sources.<task>.task_file``, set
+    around the call by the re-scoring), else the registered task of its name, the only file it can have come from
     (``check_registered_name``); the re-scored data's hash is checked against the run's all the same."""
-    if not config.source_file:
-        return None
-    if Path(config.source_file).is_file():
+    if config.source_file and Path(config.source_file).is_file():
         return Path(config.source_file)
+    recorded = current_task_file()
+    if recorded is not None or not config.source_file:
+        return recorded
     registered = get_registry().tasks.get(config.task)
     return Path(str(registered.obj)) if registered is not None else None

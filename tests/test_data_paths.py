@@ -263,3 +263,24 @@ def test_validate_reads_task_paths_beside_the_task_file_from_any_directory(
         and "spellings.csv: line 2: expected 2 columns" in refused.stderr
     )
     assert json.dumps(refused.stderr).count("\\n") == 1  # one line
+
+
+def test_a_run_of_a_task_file_given_by_path_is_rescored_with_its_task_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cli: Any
+) -> None:
+    """``harness score`` reads the run's configuration from results.json, which is not the task file: the run
+    records where the task file was (``data_sources.<task>.task_file``), so task: paths resolve as they did."""
+    task_file = study(tmp_path / "study", "task:data/items.csv")
+    runs = tmp_path / "runs"
+    cli(
+        "run", "--tasks", str(task_file), "--model", "mock:test", "--data-dir", str(tmp_path), "--output-dir", str(runs)
+    )
+    results = json.loads((runs / "mock__test" / "results.json").read_text())
+    assert results["data_sources"]["beside-cloze"]["task_file"] == str(task_file.absolute())
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    cli("score", str(runs / "mock__test"), "--data-dir", str(tmp_path))
+    rescored = json.loads((runs / "mock__test" / "results.json").read_text())
+    assert rescored["metrics"]["beside-cloze"]["tvd"]["value"] == pytest.approx(
+        results["metrics"]["beside-cloze"]["tvd"]["value"]
+    )
