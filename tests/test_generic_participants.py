@@ -10,13 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from harness.errors import HarnessError
 from harness.plugins.loaders.generic.choice import load_generic_choice
 from harness.plugins.loaders.generic.cloze import load_generic_cloze
 from harness.plugins.loaders.generic.generation import load_generic_generation
-from tests.helpers import REPO
 
 #: Two HITs of two sentences each; W3's assignment was rejected, W4 left the second sentence empty.
 MTURK = """\
@@ -274,29 +272,3 @@ def test_the_split_half_human_control_splits_the_participants_of_a_wide_file(cli
     for key in ("tvd_human_halves", "entropy_human"):
         assert wide_metrics[key]["value"] == pytest.approx(long_metrics[key]["value"], abs=1e-12)
     assert results["wide"]["data_sources"]["people-cloze"]["participants"]["n_participants"] == 20
-
-
-RAW_SHAPES = REPO / "examples" / "raw-shapes"
-
-
-@pytest.mark.parametrize("task", sorted(p.name for p in RAW_SHAPES.glob("*.yaml")))
-def test_every_raw_shape_example_validates_on_its_own_data(cli: Any, task: str) -> None:
-    checked = cli("validate", str(RAW_SHAPES / task), "--data-dir", str(RAW_SHAPES / "data"))
-    assert checked.stdout.startswith(f"ok: {RAW_SHAPES / task}")
-
-
-def test_the_mturk_example_counts_approved_assignments_once_per_sentence(tmp_path: Path) -> None:
-    options = yaml.safe_load((RAW_SHAPES / "mturk-cloze.yaml").read_text())["data"]
-    loaded = load_generic_cloze(options, RAW_SHAPES / "data")
-    # Counted by hand from examples/raw-shapes/data/mturk/batch_results.csv (A3Z's assignment is rejected; A5V left
-    # sentence s03 empty; A1X and A4W did both HITs, once per sentence each).
-    assert {i.id: i.human_counts for i in loaded.instances} == {
-        "s01": {"mat": 3, "floor": 1},
-        "s02": {"tea": 3, "coffee": 1},
-        "s03": {"night": 2, "evening": 1},
-        "s04": {"store": 2, "park": 1, "shop": 1},
-        "s05": {"door": 3, "window": 1},
-        "s06": {"salt": 2, "butter": 1, "pepper": 1},
-    }
-    assert loaded.instances[3].meta["participants"] == ["A1X", "A6U", "A7T", "A4W"]
-    assert loaded.source["participants"]["n_participants"] == 6  # A1X A2Y A4W A5V A6U A7T
