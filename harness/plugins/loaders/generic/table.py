@@ -168,7 +168,7 @@ _column_types.type_name = "{column: text | int | float}"  # type: ignore[attr-de
 
 #: Where the rows come from: the options every generic loader shares.
 SOURCE_OPTIONS = Options(
-    Option("files", optional(_paths), None, "data files: paths under the data root (or absolute), globs allowed"),
+    Option("files", optional(_paths), None, "data files under the data root, absolute, task:PATH or package:PKG/PATH"),
     Option("format", one_of(*FORMATS), "auto", "auto: by each file's extension", " | ".join(FORMATS)),
     Option("json_field", optional(str), None, "JSON files: the key whose value is the list of records", "str"),
     Option("json_key", optional(str), None, "JSON files: an object of records keyed by id; the key's column", "str"),
