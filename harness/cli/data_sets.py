@@ -1,11 +1,13 @@
 """``harness data list|fetch|verify``: the registered data sets (``register_data_sets``), where they come from, and
 their files under the data root, downloaded from the official sources and checked against pinned SHA-256s
-(:mod:`harness.data_sets`)."""
+(:mod:`harness.data_sets`); ``harness data inspect FILE``: a user's own data file summarised and a task file
+written for it (the generic loaders' ``inspection`` package)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import json
 import os
 import sys
@@ -26,18 +28,27 @@ from harness.data_sets import (
     status,
 )
 from harness.errors import HarnessError
+from harness.files import atomic_write_text
 from harness.registry import get_registry
+
+#: The generic loaders' inspection of a user's file. The commands (layer 6) import no built-in plugin (layer 7,
+#: ``tests/test_import_layers.py``); like a model adapter registered as ``"module:Class"``, it is imported by name
+#: when ``harness data inspect`` runs, and only then.
+INSPECTION = "harness.plugins.loaders.generic.inspection"
+#: The formats the generic loaders read (``file_rows.FORMATS``).
+FORMATS = ("auto", "csv", "tsv", "json", "jsonl", "parquet")
 
 
 def add_data(sub: Any) -> None:
     p = add_command(
         sub,
         "data",
-        "list, fetch and verify the built-in data sets (official sources, pinned SHA-256)",
+        "list, fetch and verify the built-in data sets (official sources, pinned SHA-256); inspect a file of yours",
         (
             "harness data list",
             "harness data fetch all --data-dir data",
             "harness data verify --data-dir ../shared/data",
+            "harness data inspect ../shared/data/provo/provo_cloze_responses.csv --data-dir ../shared/data",
         ),
     )
     actions = p.add_subparsers(dest="action", required=True)
@@ -72,7 +83,27 @@ def add_data(sub: Any) -> None:
         ("harness data verify", "harness data verify asset --data-dir ../shared/data"),
     )
     checking.add_argument("names", nargs="*", metavar="NAME", help="data set names (default: all)")
-    for parser in (listing, getting, checking):
+    inspecting = add_command(
+        actions,
+        "inspect",
+        "read one data file of yours and write a task file for it: its columns, a guess of the shape of its human "
+        "data, the blanks to fill (docs/your-data.md)",
+        (
+            "harness data inspect ../shared/data/provo/provo_cloze_responses.csv --data-dir ../shared/data",
+            "harness data inspect provo/provo_cloze_responses.csv --data-dir ../shared/data -o /tmp/provo.yaml --force",
+        ),
+    )
+    inspecting.add_argument("file", metavar="FILE", help="a CSV, TSV, JSON, JSON Lines or Parquet file")
+    inspecting.add_argument(
+        "--format", choices=FORMATS, default="auto", help="the file's format (default: by extension)"
+    )
+    inspecting.add_argument("--json-field", metavar="KEY", help="a JSON file whose records are the list under KEY")
+    inspecting.add_argument(
+        "--json-key", metavar="COLUMN", help="a JSON object of records keyed by id: each key goes in COLUMN"
+    )
+    inspecting.add_argument("-o", "--output", metavar="TASK.yaml", help="write the task file here (default: stdout)")
+    inspecting.add_argument("--force", action="store_true", help="replace the --output file if it exists")
+    for parser in (listing, getting, checking, inspecting):
         parser.add_argument(
             "--data-dir", help="the data root (default: HARNESS_DATA_DIR, else the user cache directory)"
         )
@@ -83,10 +114,29 @@ def cmd_data(args: argparse.Namespace) -> int:
     root, how = resolve_data_dir(args.data_dir)
     if args.action == "list":
         return _list(root, how, args.json)
+    if args.action == "inspect":
+        return _inspect(args, root)
     if args.action == "fetch":
         with _mirror(args.mirror):
             return _fetch(_chosen(args.names), root, args.force, explicit="all" not in args.names)
     return _verify(_chosen(args.names or ["all"]), root, explicit=bool(args.names) and "all" not in args.names)
+
+
+def _inspect(args: argparse.Namespace, root: Path) -> int:
+    """The inspection as a task file on stdout (its report as comments), or written to ``--output`` with the report
+    on stdout."""
+    inspection = importlib.import_module(INSPECTION)
+    path, files = inspection.find_file(args.file, root)
+    found = inspection.inspect_file(path, files, root, args.format, args.json_field, args.json_key)
+    if args.output is None:
+        sys.stdout.write(found.text(root))
+        return 0
+    out = Path(args.output)
+    if out.exists() and not args.force:
+        raise HarnessError(f"--output {out}: the file exists (your filled blanks?); --force replaces it")
+    atomic_write_text(out, found.text(root))
+    print("\n".join([*found.report, "", *found.next_steps(str(out), root)]))
+    return 0
 
 
 def _chosen(names: list[str]) -> list[DataSet]:
