@@ -14,9 +14,9 @@ import pytest
 
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance, ClozeInstance
-from harness.plugins.loaders.generic.file_rows import file_rows
 from harness.plugins.loaders.generic.table import convert, key_text
 from harness.registry import get_registry
+from harness.tables.file_rows import file_rows
 from tests.conftest import run_main
 
 

@@ -437,11 +437,3 @@ def test_a_file_of_no_known_shape_leaves_the_shape_blank(cli: Any, tmp_path: Pat
     text = inspect(cli, path, tmp_path)
     assert line_of(text, "# shape: ").startswith("# shape: not recognised (")
     assert yaml.safe_load(text)["data"]["human"] == {"shape": BLANK, "responses": BLANK}
-
-
-def test_the_command_offers_the_formats_the_loaders_read() -> None:
-    """``harness data inspect --format`` lists the formats itself (the commands import no built-in plugin)."""
-    from harness.cli.data_sets import FORMATS
-    from harness.plugins.loaders.generic.file_rows import FORMATS as READ
-
-    assert FORMATS == READ

@@ -1,13 +1,12 @@
 """``harness data list|fetch|verify``: the registered data sets (``register_data_sets``), where they come from, and
 their files under the data root, downloaded from the official sources and checked against pinned SHA-256s
 (:mod:`harness.data_sets`); ``harness data inspect FILE``: a user's own data file summarised and a task file
-written for it (the generic loaders' ``inspection`` package)."""
+written for it (:mod:`harness.inspection`)."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import json
 import os
 import sys
@@ -29,14 +28,9 @@ from harness.data_sets import (
 )
 from harness.errors import HarnessError
 from harness.files import atomic_write_text
+from harness.inspection import find_file, inspect_file
 from harness.registry import get_registry
-
-#: The generic loaders' inspection of a user's file. The commands (layer 6) import no built-in plugin (layer 7,
-#: ``tests/test_import_layers.py``); like a model adapter registered as ``"module:Class"``, it is imported by name
-#: when ``harness data inspect`` runs, and only then.
-INSPECTION = "harness.plugins.loaders.generic.inspection"
-#: The formats the generic loaders read (``file_rows.FORMATS``).
-FORMATS = ("auto", "csv", "tsv", "json", "jsonl", "parquet")
+from harness.tables.file_rows import FORMATS
 
 
 def add_data(sub: Any) -> None:
@@ -125,9 +119,8 @@ def cmd_data(args: argparse.Namespace) -> int:
 def _inspect(args: argparse.Namespace, root: Path) -> int:
     """The inspection as a task file on stdout (its report as comments), or written to ``--output`` with the report
     on stdout."""
-    inspection = importlib.import_module(INSPECTION)
-    path, files = inspection.find_file(args.file, root)
-    found = inspection.inspect_file(path, files, root, args.format, args.json_field, args.json_key)
+    path, files = find_file(args.file, root)
+    found = inspect_file(path, files, root, args.format, args.json_field, args.json_key)
     if args.output is None:
         sys.stdout.write(found.text(root))
         return 0

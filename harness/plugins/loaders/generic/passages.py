@@ -51,8 +51,8 @@ from harness.errors import HarnessError, shorten, shorten_repr
 from harness.options import Option, OptionError, Options, one_of, optional
 from harness.plugins.loaders.generic.build import Group, text, whole_number
 from harness.plugins.loaders.generic.fields import Field, RowError
-from harness.plugins.loaders.generic.file_rows import utf8_text
 from harness.plugins.loaders.generic.table import key_text, resolve_paths
+from harness.tables.file_rows import utf8_text
 from harness.text import normalise_word
 
 COUNTINGS = ("whitespace", "alphanumeric")

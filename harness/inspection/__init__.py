@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.plugins.loaders.generic.file_rows import file_format, file_rows
-from harness.plugins.loaders.generic.inspection.columns import Column, column_names, summarise
-from harness.plugins.loaders.generic.inspection.guess import Guess
-from harness.plugins.loaders.generic.inspection.packed_cells import packed_shape
-from harness.plugins.loaders.generic.inspection.shapes import long_shape, one_row_shapes, parallel_families
-from harness.plugins.loaders.generic.inspection.skeleton import BLANK, skeleton
-from harness.plugins.loaders.generic.inspection.wide import header_rows, participants_shape, wide_shape
+from harness.inspection.columns import Column, column_names, summarise
+from harness.inspection.guess import Guess
+from harness.inspection.packed_cells import packed_shape
+from harness.inspection.shapes import long_shape, one_row_shapes, parallel_families
+from harness.inspection.skeleton import BLANK, skeleton
+from harness.inspection.wide import header_rows, participants_shape, wide_shape
+from harness.tables.file_rows import file_format, file_rows
 
 __all__ = ["BLANK", "Inspection", "find_file", "inspect_file"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import yaml
 
-from harness.plugins.loaders.generic.inspection.columns import TEXT, WHOLE, Column, is_empty, words
-from harness.plugins.loaders.generic.inspection.guess import ID_NAMES, TARGET_NAMES, Guess
+from harness.inspection.columns import TEXT, WHOLE, Column, is_empty, words
+from harness.inspection.guess import ID_NAMES, TARGET_NAMES, Guess
 
 BLANK = "FILL-ME"
 CLOZE, GENERATION, CHOICE = "generic_cloze", "generic_generation", "generic_choice"

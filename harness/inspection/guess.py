@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.plugins.loaders.generic.inspection.columns import Column
+from harness.inspection.columns import Column
 
 #: A name a response column often has.
 RESPONSE_NAMES = re.compile(

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError, one_line, shorten, shorten_repr
-from harness.plugins.loaders.generic.json_rows import json_rows
+from harness.tables.json_rows import json_rows
 
 FORMATS = ("auto", "csv", "tsv", "json", "jsonl", "parquet")
 _BY_SUFFIX = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet"}

@@ -16,8 +16,8 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.plugins.loaders.generic.inspection.columns import TEXT, WHOLE, Column, is_empty, number_of, words
-from harness.plugins.loaders.generic.inspection.guess import RESPONSE_NAMES, Guess, prefer
+from harness.inspection.columns import TEXT, WHOLE, Column, is_empty, number_of, words
+from harness.inspection.guess import RESPONSE_NAMES, Guess, prefer
 
 #: Separators tried, most telling first.
 SEPARATORS = ("|", ";", "\t", ",")

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
-from harness.plugins.loaders.generic.inspection.columns import (
+from harness.inspection.columns import (
     EMPTY,
     LIST,
     MAPPING,
@@ -29,7 +29,7 @@ from harness.plugins.loaders.generic.inspection.columns import (
     value_key,
     value_kind,
 )
-from harness.plugins.loaders.generic.inspection.guess import (
+from harness.inspection.guess import (
     COUNT_NAMES,
     ID_NAMES,
     OPTION_NAMES,

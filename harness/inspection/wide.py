@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.plugins.loaders.generic.inspection.columns import (
+from harness.inspection.columns import (
     NUMBER,
     TEXT,
     WHOLE,
@@ -24,7 +24,7 @@ from harness.plugins.loaders.generic.inspection.columns import (
     family_kind,
     is_empty,
 )
-from harness.plugins.loaders.generic.inspection.guess import (
+from harness.inspection.guess import (
     COUNT_NAMES,
     ID_NAMES,
     PARTICIPANT_NAMES,
@@ -32,8 +32,10 @@ from harness.plugins.loaders.generic.inspection.guess import (
     Guess,
     listed,
 )
-from harness.plugins.loaders.generic.participants import ITEM, RESPONSE
 
+#: The columns the ``participants`` shape adds to each answer (``plugins/loaders/generic/participants.py``; the
+#: tests validate the skeletons written with them).
+ITEM, RESPONSE = "item", "response"
 #: What the rows under a Qualtrics header are called in the skeleton (``header_rows``).
 QUALTRICS_LABELS = ("question", "import_id")
 #: An import id cell: ``{"ImportId":"QID1"}``.
