@@ -118,3 +118,23 @@ def rescored_mock_provo(
     cli("score", str(folder / "mock__a"), "--scorers", scorers, *(["--task-args", task_args] if task_args else []))
     scored = folder / "mock__a" / "rescored"
     return json.loads((scored / "results.json").read_text()), scored
+
+
+def write(root: Path, name: str, text: str | bytes) -> Path:
+    """A data file under ``root`` (folders made), its text written as UTF-8 bytes exactly (no newline translation)."""
+    path = root / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(text.encode() if isinstance(text, str) else text)
+    return path
+
+
+def jsonl(root: Path, name: str, records: list[dict[str, Any]]) -> Path:
+    """A JSON Lines file of ``records`` under ``root``."""
+    return write(root, name, "".join(json.dumps(r) + "\n" for r in records))
+
+
+def load(loader: str, options: dict[str, Any], root: Path) -> Any:
+    """The registered loader ``loader`` called on ``options`` with ``root`` as the data root."""
+    from harness.registry import get_registry
+
+    return get_registry().loader(loader)(options, root)

@@ -15,20 +15,9 @@ import pytest
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance, ClozeInstance
 from harness.plugins.loaders.generic.table import convert, key_text
-from harness.registry import get_registry
 from harness.tables.file_rows import file_rows
 from tests.conftest import run_main
-
-
-def load(loader: str, options: dict[str, Any], root: Path) -> Any:
-    return get_registry().loader(loader)(options, root)
-
-
-def write(root: Path, name: str, text: str | bytes) -> Path:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(text.encode() if isinstance(text, str) else text)
-    return path
+from tests.helpers import load, write
 
 
 def error_of(loader: str, options: dict[str, Any], root: Path) -> str:

@@ -13,24 +13,10 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.plugins.loaders.generic.human import HUMAN_OPTIONS, SHAPES
 from harness.registry import get_registry
-from tests.helpers import shared_data_dir
+from tests.helpers import jsonl, shared_data_dir, write
 
 BLANK = "FILL-ME"
-PARTICIPANTS = pytest.mark.skipif("participants" not in SHAPES, reason="shape participants has not landed")
-PACKED = pytest.mark.skipif("packed" not in HUMAN_OPTIONS.names(), reason="human.packed has not landed")
-
-
-def write(root: Path, name: str, text: str) -> Path:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def jsonl(root: Path, name: str, records: list[dict[str, Any]]) -> Path:
-    return write(root, name, "".join(json.dumps(r) + "\n" for r in records))
 
 
 def inspect(cli: Any, path: Path, root: Path, *extra: str) -> str:
@@ -235,7 +221,6 @@ P3,28,wolf,cat,house,321,422,523
 """
 
 
-@PARTICIPANTS
 def test_an_mturk_batch_file_is_participants_with_its_inputs_paired_and_rejections_filtered(
     cli: Any, tmp_path: Path
 ) -> None:
@@ -257,7 +242,6 @@ def test_an_mturk_batch_file_is_participants_with_its_inputs_paired_and_rejectio
     assert "make 4 instances" in checked
 
 
-@PARTICIPANTS
 def test_a_qualtrics_export_gets_its_header_rows_and_its_question_texts_as_the_context(
     cli: Any, tmp_path: Path
 ) -> None:
@@ -275,7 +259,6 @@ def test_a_qualtrics_export_gets_its_header_rows_and_its_question_texts_as_the_c
     assert "make 2 instances" in checked
 
 
-@PARTICIPANTS
 def test_a_wide_file_with_a_participant_column_is_participants_and_its_context_a_blank(
     cli: Any, tmp_path: Path
 ) -> None:
@@ -303,7 +286,6 @@ item,context,word,answers,n_responses
 """
 
 
-@PACKED
 def test_comma_packed_cells_are_a_packed_list_with_their_number_of_people(cli: Any, tmp_path: Path) -> None:
     root = tmp_path / "data"
     path = write(root, "packed.csv", PACKED_CSV)
@@ -314,7 +296,6 @@ def test_comma_packed_cells_are_a_packed_list_with_their_number_of_people(cli: A
     validates(cli, fill(text, {}), root, tmp_path / "task.yaml")
 
 
-@PACKED
 def test_json_lists_written_as_text_are_a_packed_list(cli: Any, tmp_path: Path) -> None:
     root = tmp_path / "data"
     path = write(root, "json_cells.csv", 'item,context,answers\n1,The cat sat on the,"[""mat"", ""rug""]"\n')

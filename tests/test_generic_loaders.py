@@ -5,30 +5,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import ChoiceInstance, ClozeInstance, GenerationInstance
 from harness.options import OptionError
-from harness.registry import get_registry
-
-
-def load(loader: str, options: dict[str, Any], root: Path) -> Any:
-    return get_registry().loader(loader)(options, root)
-
-
-def write(root: Path, name: str, text: str) -> Path:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
-
-def jsonl(root: Path, name: str, records: list[dict[str, Any]]) -> Path:
-    return write(root, name, "".join(json.dumps(r) + "\n" for r in records))
-
+from tests.helpers import jsonl, load, write
 
 # ---------------------------------------------------------------------------------------------------- cloze shapes
 

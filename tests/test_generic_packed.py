@@ -12,19 +12,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance, GenerationInstance
 from harness.options import OptionError
-from harness.registry import get_registry
-
-
-def load(loader: str, options: dict[str, Any], root: Path) -> Any:
-    return get_registry().loader(loader)(options, root)
-
-
-def write(root: Path, name: str, text: str) -> Path:
-    path = root / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
-
+from tests.helpers import load, write
 
 # Row 1's cell, as a CSV writer quotes it: mat | well, then | Mat. | (empty) | floor  -> 5 people, one without an
 # answer. Row 2: tea | coffee | tea | (empty: the stray comma at the end) -> 4 people, one without an answer.

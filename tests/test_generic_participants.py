@@ -15,6 +15,7 @@ from harness.errors import HarnessError
 from harness.plugins.loaders.generic.choice import load_generic_choice
 from harness.plugins.loaders.generic.cloze import load_generic_cloze
 from harness.plugins.loaders.generic.generation import load_generic_generation
+from tests.helpers import write
 
 #: Two HITs of two sentences each; W3's assignment was rejected, W4 left the second sentence empty.
 MTURK = """\
@@ -38,12 +39,6 @@ MTURK_DATA = {
     "group_by": "sentence",
     "context": "sentence",
 }
-
-
-def write(root: Path, name: str, text: str) -> Path:
-    path = root / name
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def test_an_mturk_batch_file_is_one_instance_per_sentence_and_one_answer_per_worker(tmp_path: Path) -> None:
