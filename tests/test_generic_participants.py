@@ -201,6 +201,7 @@ def test_translations_by_participant_are_references_in_participant_order(tmp_pat
         {"pid": "t1", "src_1": "Guten Morgen.", "src_2": "Danke.", "tr_1": "Good morning.", "tr_2": "Thanks."},
         {"pid": "t2", "src_1": "Guten Morgen.", "src_2": "Danke.", "tr_1": "Morning!", "tr_2": "Thank you."},
         {"pid": "t3", "src_1": "Guten Morgen.", "src_2": "Danke.", "tr_1": "", "tr_2": "Cheers."},
+        {"pid": "t4", "src_1": "Guten Morgen.", "src_2": "Danke.", "tr_1": "?", "tr_2": "Many thanks."},
     ]
     write(tmp_path, "translators.jsonl", "".join(json.dumps(r) + "\n" for r in rows))
     options = {
@@ -212,12 +213,15 @@ def test_translations_by_participant_are_references_in_participant_order(tmp_pat
             "item_columns": {"source_text": "src_*"},
         },
         "source": "source_text",
+        "normalise": {"no_answer": ["?"]},
     }
     loaded = load_generic_generation(options, tmp_path)
+    # t3 left the first empty (not an answer), t4 wrote "?" (no answer): the ids stay aligned with the references.
     assert [(i.id, i.source, i.references, i.meta["participants"]) for i in loaded.instances] == [
         ("1", "Guten Morgen.", ("Good morning.", "Morning!"), ["t1", "t2"]),
-        ("2", "Danke.", ("Thanks.", "Thank you.", "Cheers."), ["t1", "t2", "t3"]),
+        ("2", "Danke.", ("Thanks.", "Thank you.", "Cheers.", "Many thanks."), ["t1", "t2", "t3", "t4"]),
     ]
+    assert loaded.instances[0].meta["n_human_missing"] == 1
 
 
 PEOPLE_TASK = """\

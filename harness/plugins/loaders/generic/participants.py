@@ -18,8 +18,9 @@ counts are numbers of people, so the split-half human control splits the partici
 the participant was not shown (or left blank): it is not an answer and is counted in the data source record
 (``participants.n_empty``). A participant's id must be given, and one participant answers an instance once:
 the same id twice in one instance (a resubmitted assignment) is an error naming both rows, since counting a person
-twice makes people agree with themselves. Each instance records its participants' ids (``meta.participants``, in
-the order of the answers).
+twice makes people agree with themselves. Each instance records the ids of the participants whose answer counts
+(``meta.participants``, in the order of the answers, a "no answer" of the task's normalisation left out): a
+generation task's ``i``-th reference is the ``i``-th participant's.
 """
 
 from __future__ import annotations
@@ -226,10 +227,10 @@ def reshape(table: Table, spec: ParticipantsSpec) -> None:
     table.rows, table.origins, table.cells = rows, origins, cells
 
 
-def answered_once(table: Table, rows: tuple[int, ...], column: str) -> tuple[list[str], list[str]]:
-    """The participants' ids of one instance's answers, in order, and a line for each id that answers it again."""
+def answered_once(table: Table, rows: tuple[int, ...], column: str) -> tuple[list[tuple[int, str]], list[str]]:
+    """One instance's answers as ``(row, participant's id)`` in order, and a line for each id that answers it again."""
     first: dict[str, int] = {}
-    ids: list[str] = []
+    answers: list[tuple[int, str]] = []
     problems: list[str] = []
     for index in rows:
         ident = key_text(table.rows[index][column])
@@ -240,5 +241,5 @@ def answered_once(table: Table, rows: tuple[int, ...], column: str) -> tuple[lis
             )
             continue
         first[ident] = index
-        ids.append(ident)
-    return ids, problems
+        answers.append((index, ident))
+    return answers, problems
