@@ -324,6 +324,12 @@ class GenericLoader:
         files = loaded.source.get("files") or [loaded.source.get("hub", "")]
         shown = ", ".join(str(f) for f in files[:2]) + (f" and {len(files) - 2} more" if len(files) > 2 else "")
         summary = f"the first {PREVIEW_ROWS} rows of {shown} make {len(loaded.instances)} instances"
+        people = loaded.source.get("participants")
+        if isinstance(people, dict):
+            summary += (
+                f" from {people['n_answers']} answers of {people['n_participants']} participants"
+                f" ({people['n_empty']} empty {'cell' if people['n_empty'] == 1 else 'cells'})"
+            )
         if prepare is not None:
             words = prepare(loaded).source.get("words")
             if isinstance(words, dict) and words.get("n_cut"):
