@@ -74,10 +74,14 @@ export HARNESS_NO_PROGRESS=1 HARNESS_OFFLINE=1
 grep -q "<script" board/index.html && grep -q "<style" board/index.html || { say "the page has no assets"; exit 1; }
 cp -r "$REPO/examples/collect" study
 "$H" collect check study/sentence-completion.yaml >/dev/null
+cp -r "$REPO/examples/raw-shapes" raw
+"$H" validate raw/mturk-cloze.yaml raw/qualtrics-cloze.yaml raw/passages-cloze.yaml --data-dir raw/data >/dev/null
+"$H" data inspect provo/provo_cloze_responses.csv --data-dir "$DATA" > inspected.yaml
+grep -q "group_by: \[text_id, word_num\]" inspected.yaml || { say "data inspect did not find Provo's key"; exit 1; }
 set +e
 ERR="$("$H" run --tasks provo --model hf:smollm2-135m --limit 1 --data-dir "$DATA" --output-dir hf 2>&1 >/dev/null)"
 CODE=$?
 set -e
 [ "$CODE" = 2 ] && [ "$(printf '%s\n' "$ERR" | wc -l)" = 1 ] && [[ "$ERR" == *"variability-harness[hf]"* ]] || {
   say "--model hf: on the light install gave ($CODE): $ERR"; exit 1; }
-say "ok: run (mock and human-only), score, export, leaderboard and collect check from outside the repository; $ERR"
+say "ok: run (mock and human-only), score, export, leaderboard, collect check, validate of the raw-shape examples and data inspect from outside the repository; $ERR"
