@@ -418,3 +418,17 @@ def test_a_file_of_no_known_shape_leaves_the_shape_blank(cli: Any, tmp_path: Pat
     text = inspect(cli, path, tmp_path)
     assert line_of(text, "# shape: ").startswith("# shape: not recognised (")
     assert yaml.safe_load(text)["data"]["human"] == {"shape": BLANK, "responses": BLANK}
+
+
+def test_a_jspsych_export_of_trials_is_long_with_its_participant_column(cli: Any, tmp_path: Path) -> None:
+    rows = ["subject,trial_type,stimulus,response,rt"]
+    for person, words in (("s1", ("mat", "tea")), ("s2", ("rug", "tea")), ("s3", ("mat", "coffee"))):
+        rows.append(f"{person},instructions,Welcome,,3000")
+        sentences = ("The cat sat on the", "She drank a cup of")
+        rows += [f"{person},cloze,{s},{w},2000" for s, w in zip(sentences, words, strict=True)]
+    path = write(tmp_path, "jspsych.csv", "\n".join(rows) + "\n")
+    text = inspect(cli, path, tmp_path)
+    human = yaml.safe_load(text)["data"]["human"]
+    assert human == {"shape": "long", "responses": "response", "participant": "subject"}
+    assert "one row per answer of each 'subject'" in line_of(text, "# shape: ")
+    validates(cli, text, tmp_path, tmp_path / "jspsych.yaml")

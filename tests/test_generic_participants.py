@@ -271,3 +271,53 @@ def test_the_split_half_human_control_splits_the_participants_of_a_wide_file(cli
     for key in ("tvd_human_halves", "entropy_human"):
         assert wide_metrics[key]["value"] == pytest.approx(long_metrics[key]["value"], abs=1e-12)
     assert results["wide"]["data_sources"]["people-cloze"]["participants"]["n_participants"] == 20
+
+
+JSPSYCH = """\
+subject,trial_index,trial_type,stimulus,response,rt
+s1,0,instructions,Welcome,,3000
+s1,1,cloze,The cat sat on the,mat,2100
+s1,2,cloze,She drank a cup of,tea,1900
+s2,0,instructions,Welcome,,2500
+s2,1,cloze,The cat sat on the,rug,2400
+s2,2,cloze,She drank a cup of,tea,1800
+s3,1,cloze,She drank a cup of,coffee,2000
+"""
+
+JSPSYCH_DATA = {
+    "files": "jspsych.csv",
+    "filter": "{{ trial_type == 'cloze' }}",
+    "group_by": "stimulus",
+    "context": "stimulus",
+    "human": {"shape": "long", "responses": "response", "participant": "subject"},
+}
+
+
+def test_a_jspsych_export_of_trials_is_the_long_shape_with_its_participants(tmp_path: Path) -> None:
+    write(tmp_path, "jspsych.csv", JSPSYCH)
+    loaded = load_generic_cloze(JSPSYCH_DATA, tmp_path)
+    assert [(i.id, i.human_counts, i.meta["participants"]) for i in loaded.instances] == [
+        ("The cat sat on the", {"mat": 1, "rug": 1}, ["s1", "s2"]),
+        ("She drank a cup of", {"tea": 2, "coffee": 1}, ["s1", "s2", "s3"]),
+    ]
+
+
+def test_a_trial_repeated_by_one_participant_is_refused(tmp_path: Path) -> None:
+    write(
+        tmp_path,
+        "jspsych.csv",
+        JSPSYCH + "s3,2,cloze,She drank a cup of,milk,2000\n,3,cloze,The cat sat on the,bed,900\n",
+    )
+    with pytest.raises(HarnessError) as caught:
+        load_generic_cloze(JSPSYCH_DATA, tmp_path)
+    lines = str(caught.value).splitlines()
+    assert lines[0].endswith("2 bad rows:")
+    assert lines[1].endswith("jspsych.csv: row 9: field 'human.participant': expected the participant's id, got ''")
+    assert "jspsych.csv: row 8: field 'human.participant': participant 's3' answers this instance again" in lines[2]
+
+
+def test_a_participant_column_goes_with_one_row_per_answer(tmp_path: Path) -> None:
+    write(tmp_path, "jspsych.csv", JSPSYCH)
+    options = {**JSPSYCH_DATA, "human": {**JSPSYCH_DATA["human"], "counts": "rt"}}
+    with pytest.raises(HarnessError, match="'participant' is for shape long with one row per answer"):
+        load_generic_cloze(options, tmp_path)

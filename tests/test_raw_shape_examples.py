@@ -61,3 +61,14 @@ def test_the_passage_and_packed_examples_read_their_quirky_files_as_a_clean_copy
         ({"mat": 2, "floor": 1, "well then": 1}, 1),
         ({"tea": 2, "coffee": 1}, 1),
     ]
+
+
+def test_the_jspsych_example_counts_each_subject_once_per_sentence() -> None:
+    options = yaml.safe_load((RAW_SHAPES / "jspsych-cloze.yaml").read_text())["data"]
+    loaded = load_generic_cloze(options, RAW_SHAPES / "data")
+    # By hand from examples/raw-shapes/data/jspsych/experiment_data.csv: the welcome screens are filtered out.
+    assert [(i.id, i.human_counts, i.meta["participants"]) for i in loaded.instances] == [
+        ("The cat sat on the", {"mat": 2, "floor": 1}, ["p01", "p02", "p03"]),
+        ("She drank a cup of", {"tea": 2, "coffee": 1}, ["p01", "p02", "p03"]),
+        ("It was a dark and stormy", {"night": 2, "evening": 1}, ["p01", "p02", "p03"]),
+    ]

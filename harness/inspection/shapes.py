@@ -33,6 +33,7 @@ from harness.inspection.guess import (
     COUNT_NAMES,
     ID_NAMES,
     OPTION_NAMES,
+    PARTICIPANT_NAMES,
     PERSON_NAMES,
     RESPONSE_NAMES,
     SHARE_NAMES,
@@ -269,9 +270,14 @@ def long_shape(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, Column])
     elif shares:
         human["proportions"] = shares[0].name
         said.append(f"{shares[0].name!r} proportions")
+    else:
+        person = _person_per_row(rows, changing, key)
+        if person is not None:
+            human["participant"] = person
+            said.append(f"one row per answer of each {person!r}")
     shown = f"({listed(key)})" if len(key) > 1 else repr(key[0])
     per_instance = [c for c in columns if c not in varying and c not in key and columns[c].scalar] + list(key)
-    return Guess(
+    guess = Guess(
         "long",
         f"long: rows repeat {shown} {len(rows):,} rows -> {groups:,} groups; " + ", ".join(said),
         human,
@@ -279,6 +285,27 @@ def long_shape(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, Column])
         group_by=list(key),
         per_instance=per_instance,
     )
+    answered = {tuple(value_key(row.get(c)) for c in key) for row in rows if not is_empty(row.get(response.name))}
+    if len(answered) < groups:
+        # Groups without one response (a trial export's instructions and fixations): not instances.
+        empty = groups - len(answered)
+        guess.data["filter"] = (
+            f"{{{{ {response.name} | trim != '' }}}}",
+            f"guess: {empty} of the {groups} groups {'has' if empty == 1 else 'have'} no response at all "
+            "(instructions?); this leaves out every row without one",
+        )
+    return guess
+
+
+def _person_per_row(rows: Sequence[Mapping[str, Any]], changing: Sequence[Column], key: Sequence[str]) -> str | None:
+    """A column named like a participant's id that names a different person on every row of an instance (one row
+    per answer, as jsPsych and Gorilla export trials): the long shape's ``participant``."""
+    for column in changing:
+        if column.scalar and PARTICIPANT_NAMES.match(column.name):
+            pairs = [(tuple(value_key(row.get(c)) for c in key), value_key(row.get(column.name))) for row in rows]
+            if all(not is_empty(row.get(column.name)) for row in rows) and len(set(pairs)) == len(pairs):
+                return column.name
+    return None
 
 
 def _described(column: Column) -> str:

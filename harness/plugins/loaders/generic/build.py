@@ -18,7 +18,7 @@ from harness.options import Option, Options, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, is_template
 from harness.plugins.loaders.generic.human import HumanSpec, Productions, human_option, read_row
 from harness.plugins.loaders.generic.normalise import Normaliser, build_normaliser, normaliser_option
-from harness.plugins.loaders.generic.participants import ITEM, RESPONSE, answered_once, reshape
+from harness.plugins.loaders.generic.participants import ITEM, answered_once, reshape
 from harness.plugins.loaders.generic.table import SOURCE_OPTIONS, Table, bad_rows, key_text, read_table
 
 T = TypeVar("T")
@@ -276,6 +276,7 @@ class GenericLoader:
             self.check(parsed)
         human: HumanSpec = parsed["human"]
         by_person = human.participants
+        person = human.participant
         table = read_table(
             options,
             data_dir,
@@ -287,14 +288,20 @@ class GenericLoader:
         tally = Tally()
 
         def one(group: Group) -> Instance:
-            if by_person is None:
+            if person is None:
                 return self.build(group, parsed, normaliser, tally)
-            answers, problems = answered_once(table, group.rows, by_person.participant)
+            answers, problems = answered_once(table, group.rows, person)
             if problems:
                 raise GroupErrors(problems)
             instance = self.build(group, parsed, normaliser, tally)
             # The people whose answer counts, in answer order (a generation task's references are in this order).
-            ids = [who for index, who in answers if normaliser.apply(str(table.rows[index][RESPONSE])) is not None]
+            responses = human.responses
+            assert isinstance(responses, Field)
+            ids = [
+                who
+                for index, who in answers
+                if normaliser.apply(str(responses.value(table.rows[index], table.where(index)))) is not None
+            ]
             meta = {**getattr(instance, "meta", {}), "participants": ids}
             return dataclasses.replace(instance, meta=meta)  # type: ignore[call-arg]
 

@@ -66,6 +66,9 @@ class HumanSpec:
     #: Shape ``participants``: where each participant's answers are (the rows are reshaped into one per answer,
     #: which is then read as shape ``long``: ``participants.py``).
     participants: ParticipantsSpec | None = None
+    #: The column of each answer's participant (shape ``participants``, or ``long`` with one row per answer, as
+    #: jsPsych and Gorilla export trials): each instance records its participants, and a person counts once.
+    participant: str | None = None
 
     def weights(self) -> Field | str | None:
         return self.counts if self.counts is not None else self.proportions
@@ -106,6 +109,7 @@ HUMAN_OPTIONS = Options(
     Option("n_people", optional(_people), None, "the number of people, to recover counts from proportions"),
     Option("values", one_of("counts", "proportions"), "counts", "mapping shape: what the numbers are"),
     Option("packed", optional(packed_option), None, "every response in one cell: a separator, or json"),
+    Option("participant", optional(str), None, "shape long, a row per answer: the participant's id column", "str"),
 )
 
 
@@ -115,7 +119,8 @@ def human_option(value: Any) -> HumanSpec:
         raise ValueError(f"expected a mapping {{shape, responses, counts, ...}}, got {shorten_repr(value)}")
     if value.get("shape") == "participants":
         spec = participants_option(value)
-        return HumanSpec("participants", Field("human.responses", column=RESPONSE, given=RESPONSE), participants=spec)
+        responses = Field("human.responses", column=RESPONSE, given=RESPONSE)
+        return HumanSpec("participants", responses, participants=spec, participant=spec.participant)
     p = HUMAN_OPTIONS.parse(value, "human")
     shape = p["shape"]
     if shape is None:
@@ -141,10 +146,13 @@ def human_option(value: Any) -> HumanSpec:
         raise ValueError("'values' is for shape mapping")
     if p["packed"] is not None:
         check_packed(p["packed"], shape, any(isinstance(p[k], str) for k in ("responses", "counts", "proportions")))
-    return HumanSpec(shape, p["responses"], p["counts"], p["proportions"], p["n_people"], p["values"], p["packed"])
+    if p["participant"] is not None and (shape != "long" or p["counts"] is not None or p["proportions"] is not None):
+        raise ValueError("'participant' is for shape long with one row per answer (no 'counts' or 'proportions')")
+    weights = (p["counts"], p["proportions"], p["n_people"], p["values"])
+    return HumanSpec(shape, p["responses"], *weights, packed=p["packed"], participant=p["participant"])
 
 
-human_option.type_name = "{shape, responses, counts | proportions, n_people, values, packed}"  # type: ignore
+human_option.type_name = "{shape, responses, counts | proportions, n_people, values, packed, participant}"  # type: ignore
 
 
 @dataclass

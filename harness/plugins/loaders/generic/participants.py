@@ -233,7 +233,12 @@ def answered_once(table: Table, rows: tuple[int, ...], column: str) -> tuple[lis
     answers: list[tuple[int, str]] = []
     problems: list[str] = []
     for index in rows:
-        ident = key_text(table.rows[index][column])
+        row = table.rows[index]
+        if column not in row or _empty(row[column]) or isinstance(row[column], (list, dict)):
+            got = f"no column {column!r}" if column not in row else f"got {shorten_repr(row[column])}"
+            problems.append(f"{table.where(index)}: field 'human.participant': expected the participant's id, {got}")
+            continue
+        ident = key_text(row[column])
         if ident in first:
             problems.append(
                 f"{table.where(index)}: field 'human.participant': participant {ident!r} answers this instance again "
