@@ -16,8 +16,10 @@ What each name is for:
   ``BOOTSTRAP_OPTIONS``, ``mean_metric`` / ``bootstrap_metric`` for confidence intervals, ``metric_rngs`` for one
   random stream per metric;
 - answer classifiers: ``AnswerClassifier``, ``ClassifyItem``, ``Classification``;
-- data loaders: ``LoadedData``, ``Loader``, ``takes_options``, ``hash_files``, ``downloads_allowed`` and the
-  instance types ``Instance``, ``ClozeInstance``, ``GenerationInstance``, ``ChoiceInstance``;
+- data loaders: ``LoadedData``, ``Loader``, ``takes_options``, ``hash_files``, ``downloads_allowed``,
+  ``resolve_data_paths`` (a data path option read as the generic loaders read it: under the data root, ``task:``
+  beside the task file, ``package:`` in an installed package) and the instance types ``Instance``,
+  ``ClozeInstance``, ``GenerationInstance``, ``ChoiceInstance``;
 - data sets (``harness data``): ``DataSet``, ``DataFile``;
 - words: ``rule_word`` (a task's word rule, ``exact``, ``whole`` or ``paper``, with a segmenter: every word an
   adapter returns must already be written by it), ``human_word`` (the same rule on a person's response: what the
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 from harness.classifiers import AnswerClassifier, Classification, ClassifyItem
 from harness.data import LoadedData, Loader, downloads_allowed, hash_files, takes_options
+from harness.data_paths import resolve_data_paths
 from harness.data_sets import DataFile, DataSet
 from harness.errors import DataNotFoundError, HarnessError, ModelLoadError, TaskConfigError
 from harness.extras import MissingExtraError, require_extras
@@ -156,6 +159,7 @@ __all__ = [
     "derive_seed",
     "downloads_allowed",
     "hash_files",
+    "resolve_data_paths",
     "hookimpl",
     "integer",
     "mean_metric",

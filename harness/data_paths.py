@@ -55,7 +55,10 @@ def current_task_file() -> Path | None:
 
 
 def resolve_data_paths(given: Iterable[str], data_dir: Path, option: str) -> list[Path]:
-    """Each path, its glob (``*``, ``?``, ``[...]``, ``**``) expanded in sorted order; each must name a file."""
+    """Each path of a data option (``option`` names it in errors), its glob (``*``, ``?``, ``[...]``, ``**``)
+    expanded in sorted order; each must name a file. A plain path is under ``data_dir`` (or absolute, or ``~``);
+    ``task:PATH`` is beside the task file being loaded; ``package:PKG/PATH`` is inside an installed package. A
+    plugin's own loader calls it (``harness.api``) so its path options read as the generic loaders' do."""
     found: list[Path] = []
     for text in given:
         where = _where(text, data_dir, option)

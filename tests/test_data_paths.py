@@ -284,3 +284,16 @@ def test_a_run_of_a_task_file_given_by_path_is_rescored_with_its_task_paths(
     assert rescored["metrics"]["beside-cloze"]["tvd"]["value"] == pytest.approx(
         results["metrics"]["beside-cloze"]["tvd"]["value"]
     )
+
+
+def test_a_plugin_loader_resolves_its_paths_through_the_public_api(tmp_path: Path) -> None:
+    from harness import api
+
+    write(tmp_path / "norms" / "b.csv")
+    write(tmp_path / "norms" / "a.csv")
+    assert api.resolve_data_paths(["norms/*.csv"], tmp_path, "my_option") == [
+        tmp_path / "norms" / "a.csv",
+        tmp_path / "norms" / "b.csv",
+    ]
+    with pytest.raises(HarnessError, match=r"data option 'my_option': task:x\.csv: a task: path is relative"):
+        api.resolve_data_paths(["task:x.csv"], tmp_path, "my_option")
