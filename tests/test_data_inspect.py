@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from harness.registry import get_registry
-from tests.helpers import jsonl, shared_data_dir, write
+from tests.helpers import REPO, jsonl, shared_data_dir, write
 
 BLANK = "FILL-ME"
 
@@ -432,3 +432,14 @@ def test_a_jspsych_export_of_trials_is_long_with_its_participant_column(cli: Any
     assert human == {"shape": "long", "responses": "response", "participant": "subject"}
     assert "one row per answer of each 'subject'" in line_of(text, "# shape: ")
     validates(cli, text, tmp_path, tmp_path / "jspsych.yaml")
+
+
+def test_a_pcibex_results_file_gives_its_answer_element_as_the_long_shape(cli: Any, tmp_path: Path) -> None:
+    root = REPO / "examples" / "raw-shapes" / "data"
+    text = inspect(cli, root / "pcibex" / "results.csv", root, "--format", "pcibex")
+    data = yaml.safe_load(text)["data"]
+    # The TextInput 'answer' rows' Final values, grouped by the logged item, one per logged participant ID.
+    assert data["filter"] == "{{ PennElementName == 'answer' and Parameter == 'Final' }}"
+    assert data["group_by"] == ["item"] and data["context"] == "sentence"
+    assert data["human"] == {"shape": "long", "responses": "Value", "participant": "ID"}
+    assert "make 3 instances" in validates(cli, text, root, tmp_path / "pcibex.yaml")

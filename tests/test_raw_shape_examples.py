@@ -72,3 +72,14 @@ def test_the_jspsych_example_counts_each_subject_once_per_sentence() -> None:
         ("She drank a cup of", {"tea": 2, "coffee": 1}, ["p01", "p02", "p03"]),
         ("It was a dark and stormy", {"night": 2, "evening": 1}, ["p01", "p02", "p03"]),
     ]
+
+
+def test_the_pcibex_example_reads_each_participants_typed_answer() -> None:
+    options = yaml.safe_load((RAW_SHAPES / "pcibex-cloze.yaml").read_text())["data"]
+    loaded = load_generic_cloze(options, RAW_SHAPES / "data")
+    # By hand from examples/raw-shapes/data/pcibex/results.csv: the TextInput 'answer' Final value of each trial.
+    assert [(i.id, i.context, i.human_counts, i.meta["participants"]) for i in loaded.instances] == [
+        ("1", "The children went outside to", {"play": 2, "eat": 1}, ["P-101", "P-102", "P-103"]),
+        ("2", "After dinner she washed the", {"dishes": 2, "plates": 1}, ["P-101", "P-102", "P-103"]),
+        ("3", "He opened the door and", {"left": 2, "walked": 1}, ["P-101", "P-102", "P-103"]),
+    ]

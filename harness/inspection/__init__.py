@@ -23,6 +23,7 @@ from harness.errors import HarnessError
 from harness.inspection.columns import Column, column_names, summarise
 from harness.inspection.guess import Guess
 from harness.inspection.packed_cells import packed_shape
+from harness.inspection.pcibex import pcibex_shape
 from harness.inspection.shapes import long_shape, one_row_shapes, parallel_families
 from harness.inspection.skeleton import BLANK, skeleton
 from harness.inspection.wide import header_rows, participants_shape, wide_shape
@@ -134,11 +135,13 @@ _nothing = (
 
 
 def _guess(rows: list[dict[str, Any]], columns: dict[str, Column], labels: list[dict[str, Any]]) -> Guess | None:
-    """The first shape that fits, from the most telling evidence to the least: an export's own columns, a cell
+    """The first shape that fits, from the most telling evidence to the least: an export's own columns (PCIbex's
+    element rows, MTurk's and Qualtrics' families), a cell
     that holds every response (a list or mapping, then text packed with a separator or as JSON), numbered families
     that pair up, a participant column beside answer columns, and rows that repeat a key."""
     return (
-        participants_shape(rows, columns, labels)
+        pcibex_shape(rows, columns)
+        or participants_shape(rows, columns, labels)
         or one_row_shapes(rows, columns)
         or packed_shape(rows, columns)
         or parallel_families(rows, columns, named_only=True)

@@ -32,8 +32,9 @@ from typing import Any
 
 from harness.errors import HarnessError, one_line, shorten, shorten_repr
 from harness.tables.json_rows import json_rows
+from harness.tables.pcibex import pcibex_rows
 
-FORMATS = ("auto", "csv", "tsv", "json", "jsonl", "parquet")
+FORMATS = ("auto", "csv", "tsv", "json", "jsonl", "parquet", "pcibex")
 _BY_SUFFIX = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "jsonl", ".parquet": "parquet"}
 #: Byte-order marks of encodings that are not UTF-8, longest first (UTF-32 LE starts with UTF-16 LE's mark).
 _BOMS = (
@@ -81,6 +82,8 @@ def file_rows(
         rows = _csv_rows(path, _utf8(path, data), "\t" if fmt == "tsv" else ",", fmt, max_rows)
     elif fmt in ("json", "jsonl"):
         rows = json_rows(path, _utf8(path, data), fmt, json_field, json_key)
+    elif fmt == "pcibex":
+        rows = pcibex_rows(path, _utf8(path, data), max_rows)
     else:
         rows = _parquet_rows(path)
     if not rows:
@@ -91,9 +94,12 @@ def file_rows(
 def _why_no_rows(fmt: str, json_field: str | None) -> str:
     if fmt == "json" and json_field:
         return f"the list under data option 'json_field' ({json_field!r}) is empty"
-    return {"json": "an empty list of records", "jsonl": "no records", "parquet": "a table of 0 rows"}.get(
-        fmt, "nothing to read"
-    )
+    return {
+        "json": "an empty list of records",
+        "jsonl": "no records",
+        "parquet": "a table of 0 rows",
+        "pcibex": "no data lines under its column comments",
+    }.get(fmt, "nothing to read")
 
 
 def utf8_text(path: Path, data: bytes) -> str:
