@@ -75,7 +75,7 @@ grep -q "<script" board/index.html && grep -q "<style" board/index.html || { say
 cp -r "$REPO/examples/collect" study
 "$H" collect check study/sentence-completion.yaml >/dev/null
 cp -r "$REPO/examples/raw-shapes" raw
-"$H" validate raw/mturk-cloze.yaml raw/qualtrics-cloze.yaml raw/passages-cloze.yaml --data-dir raw/data >/dev/null
+"$H" validate raw/*.yaml --data-dir raw/data >/dev/null
 "$H" data inspect provo/provo_cloze_responses.csv --data-dir "$DATA" > inspected.yaml
 grep -q "group_by: \[text_id, word_num\]" inspected.yaml || { say "data inspect did not find Provo's key"; exit 1; }
 set +e
