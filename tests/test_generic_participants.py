@@ -321,3 +321,28 @@ def test_a_participant_column_goes_with_one_row_per_answer(tmp_path: Path) -> No
     options = {**JSPSYCH_DATA, "human": {**JSPSYCH_DATA["human"], "counts": "rt"}}
     with pytest.raises(HarnessError, match="'participant' is for shape long with one row per answer"):
         load_generic_cloze(options, tmp_path)
+
+
+def test_join_by_matches_a_key_written_another_way_and_names_a_row_without_one(tmp_path: Path) -> None:
+    write(tmp_path, "wide.csv", "pid,1_Irony,2_Irony\np1,a,b\np2,a,a\n")
+    write(tmp_path, "codes.csv", "Question,text\nX1_Irony,Is it raining?\nX2_Irony,Is it sunny?\n")
+    options = {
+        "files": "wide.csv",
+        "human": {"shape": "participants", "participant": "pid", "responses": "*_Irony"},
+        "join": {"files": "codes.csv", "key": "Question", "by": "X{{ item }}_Irony"},
+        "text": "text",
+        "options": {"a": "yes", "b": "no"},
+    }
+    loaded = load_generic_choice(options, tmp_path)
+    assert [(i.id, i.scenario, i.human_counts) for i in loaded.instances] == [
+        ("1", "Is it raining?", (2, 0)),
+        ("2", "Is it sunny?", (1, 1)),
+    ]
+    assert loaded.source["join"]["by"] == "X{{ item }}_Irony"
+    write(tmp_path, "codes.csv", "Question,text\nX1_Irony,Is it raining?\n")
+    with pytest.raises(HarnessError) as caught:
+        load_generic_choice(options, tmp_path)
+    assert str(caught.value).endswith(
+        "wide.csv: row 1, column '2_Irony': data option 'join.by' (X{{ item }}_Irony): 'X2_Irony' has no row in "
+        f"{tmp_path / 'codes.csv'} (keys are compared as written: 01 is not 1)"
+    )

@@ -4,14 +4,17 @@ a task by YAML alone: every one validates on its own data, and what it reads is 
 
 from __future__ import annotations
 
+import csv
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from harness.plugins.loaders.generic.choice import load_generic_choice
 from harness.plugins.loaders.generic.cloze import load_generic_cloze
-from tests.helpers import REPO
+from tests.helpers import REPO, shared_data_dir
 
 RAW_SHAPES = REPO / "examples" / "raw-shapes"
 
@@ -83,3 +86,29 @@ def test_the_pcibex_example_reads_each_participants_typed_answer() -> None:
         ("2", "After dinner she washed the", {"dishes": 2, "plates": 1}, ["P-101", "P-102", "P-103"]),
         ("3", "He opened the door and", {"left": 2, "walked": 1}, ["P-101", "P-102", "P-103"]),
     ]
+
+
+def test_the_real_no_story_export_gives_each_items_choices_counted_from_its_column() -> None:
+    """examples/your-data/pragmatics-no-story-irony.yaml over Hu et al.'s raw one-row-per-participant file: every
+    item's counts equal a tally of its column made here with the csv module, and every target is the option the
+    study's own code table calls correct (a second file the task does not read)."""
+    data = shared_data_dir()
+    raw = data / "pragmatics-mcq" / "hu2023" / "human_data" / "no_story" / "human_data_30ppts.csv"
+    if not raw.is_file():
+        pytest.skip(f"{raw} is not present")
+    options = yaml.safe_load((REPO / "examples" / "your-data" / "pragmatics-no-story-irony.yaml").read_text())["data"]
+    loaded = load_generic_choice(options, data)
+    with open(raw, encoding="utf-8-sig", newline="") as f:
+        people = list(csv.DictReader(f))
+    codes_file = raw.parent / "codes" / "deceitsindirectironymaxims_simple.csv"
+    with open(codes_file, encoding="utf-8-sig", newline="") as f:
+        codes = {row["Question"]: row for row in csv.DictReader(f)}
+    keys = [f"${{lm://Field/{k}}}" for k in range(2, 6)]
+    assert len(loaded.instances) == 25
+    for instance in loaded.instances:
+        number = instance.id.removeprefix("Irony-")
+        tally = Counter(person[f"{number}_Irony"] for person in people)
+        assert instance.human_counts == tuple(tally[k] for k in keys)
+        assert sum(instance.human_counts) == 30 and len(instance.meta["participants"]) == 30
+        assert instance.target == [codes[f"X{number}_Irony"][k] for k in keys].index("Correct")
+        assert len(instance.options) == 4 and instance.scenario

@@ -77,6 +77,8 @@ class JoinSpec:
     files: tuple[str, ...]
     key: str
     format: str = "auto"
+    #: Each row's key, when it is not a column of the same name: a column, or a template (``X{{ item }}_Irony``).
+    by: Field | None = None
 
 
 @dataclass
@@ -136,6 +138,7 @@ JOIN_OPTIONS = Options(
     Option("files", _paths, None, "the table to join (paths as in 'files')", "path | list"),
     Option("key", str, None, "the key column, in both tables", "str"),
     Option("format", one_of(*FORMATS), "auto", "as 'format'", " | ".join(FORMATS)),
+    Option("by", optional(column_or_template("join.by")), None, "each row's key: a column or template (default: key)"),
 )
 
 
@@ -145,10 +148,10 @@ def _join(value: Any) -> JoinSpec:
     parsed = JOIN_OPTIONS.parse(value, "join")
     if parsed["files"] is None or not isinstance(parsed["key"], str) or not parsed["key"]:
         raise ValueError("'files' and 'key' are required")
-    return JoinSpec(parsed["files"], parsed["key"], parsed["format"])
+    return JoinSpec(parsed["files"], parsed["key"], parsed["format"], parsed["by"])
 
 
-_join.type_name = "{files, key, format}"  # type: ignore[attr-defined]
+_join.type_name = "{files, key, format, by}"  # type: ignore[attr-defined]
 
 
 def _column_types(value: Any) -> dict[str, str]:
@@ -292,16 +295,18 @@ def _apply_join(table: Table, join: JoinSpec, data_dir: Path) -> None:
             )
         by_key[key] = (index, row)
     for index, row in enumerate(table.rows):
-        if join.key not in row:
+        if join.by is None and join.key not in row:
             raise HarnessError(f"{table.where(index)}: data option 'join.key': no column {join.key!r}")
-        match = by_key.get(key_text(row[join.key]))
+        wanted = row[join.key] if join.by is None else join.by.value(row, table.where(index))
+        match = by_key.get(key_text(wanted))
         if match is None:
+            named = f"column {join.key!r}" if join.by is None else f"data option 'join.by' ({join.by.given})"
             raise HarnessError(
-                f"{table.where(index)}: column {join.key!r}: {shorten_repr(row[join.key])} has no row in {paths[0]} "
-                "(keys are compared as written: 01 is not 1)"
+                f"{table.where(index)}: {named}: {shorten_repr(wanted)} has no row in {paths[0]} (keys are compared "
+                "as written: 01 is not 1)"
             )
         for column, value in match[1].items():
-            if column != join.key:
+            if column != join.key or join.by is not None:
                 if column in row:
                     raise HarnessError(
                         f"{paths[0]}: column {column!r} is in both tables (only the key '{join.key}' may be)"
@@ -309,7 +314,9 @@ def _apply_join(table: Table, join: JoinSpec, data_dir: Path) -> None:
                 row[column] = value
     # Both tables' identities (each hashed as it was read; the files are not read again).
     table.data_hash = "sha256:" + hashlib.sha256((table.data_hash + other.data_hash).encode()).hexdigest()
-    table.source["join"] = {"files": [str(p) for p in paths], "key": join.key}
+    table.source["join"] = {"files": [str(p) for p in paths], "key": join.key} | (
+        {"by": join.by.given} if join.by else {}
+    )
 
 
 def key_text(value: Any) -> str:
