@@ -138,3 +138,15 @@ def load(loader: str, options: dict[str, Any], root: Path) -> Any:
     from harness.registry import get_registry
 
     return get_registry().loader(loader)(options, root)
+
+
+#: A Mechanical Turk batch results file: two HITs of two sentences each; W3's assignment was rejected, W4 left the
+#: second sentence empty.
+MTURK = """\
+HITId,WorkerId,AssignmentStatus,Input.sentence01,Input.sentence02,Answer.sentence01,Answer.sentence02
+H1,W1,Approved,The cat sat on the,She drank a cup of,mat,tea
+H1,W2,Approved,The cat sat on the,She drank a cup of,Mat.,coffee
+H1,W3,Rejected,The cat sat on the,She drank a cup of,asdf,asdf
+H2,W1,Approved,I went to the,He opened the,store,door
+H2,W4,Approved,I went to the,He opened the,park,
+"""

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from harness.registry import get_registry
-from tests.helpers import REPO, jsonl, shared_data_dir, write
+from tests.helpers import MTURK, REPO, jsonl, shared_data_dir, write
 
 BLANK = "FILL-ME"
 
@@ -192,14 +192,6 @@ def test_a_json_object_of_records_keyed_by_id_is_read_with_json_key(cli: Any, tm
 
 # -------------------------------------------------------------------------------------------------- participants
 
-MTURK = """\
-HITId,WorkerId,AssignmentStatus,Input.sentence01,Input.sentence02,Answer.sentence01,Answer.sentence02
-H1,W1,Approved,The cat sat on the,She drank a cup of,mat,tea
-H1,W2,Approved,The cat sat on the,She drank a cup of,Mat.,coffee
-H1,W3,Rejected,The cat sat on the,She drank a cup of,asdf,asdf
-H2,W1,Approved,I went to the,He opened the,store,door
-H2,W4,Approved,I went to the,He opened the,park,
-"""
 
 QUALTRICS = (
     "StartDate,Status,Finished,ResponseId,Q1,Q2\r\n"

@@ -15,17 +15,7 @@ from harness.errors import HarnessError
 from harness.plugins.loaders.generic.choice import load_generic_choice
 from harness.plugins.loaders.generic.cloze import load_generic_cloze
 from harness.plugins.loaders.generic.generation import load_generic_generation
-from tests.helpers import write
-
-#: Two HITs of two sentences each; W3's assignment was rejected, W4 left the second sentence empty.
-MTURK = """\
-HITId,WorkerId,AssignmentStatus,Input.sentence01,Input.sentence02,Answer.sentence01,Answer.sentence02
-H1,W1,Approved,The cat sat on the,She drank a cup of,mat,tea
-H1,W2,Approved,The cat sat on the,She drank a cup of,Mat.,coffee
-H1,W3,Rejected,The cat sat on the,She drank a cup of,asdf,asdf
-H2,W1,Approved,I went to the,He opened the,store,door
-H2,W4,Approved,I went to the,He opened the,park,
-"""
+from tests.helpers import MTURK, write
 
 MTURK_DATA = {
     "files": "batch.csv",

@@ -9,13 +9,13 @@ may be cloze responses). Values are compared as the loaders compare them: ``1`` 
 from __future__ import annotations
 
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from harness.errors import shorten_repr
+from harness.tables.cells import is_empty
 
 TEXT = "text"
 WHOLE = "whole number"
@@ -31,15 +31,6 @@ _LAST_DIGITS = re.compile(r"^(.*?)(\d+)(\D*)$")
 #: Examples shown per column, and how long each may be.
 N_EXAMPLES = 2
 EXAMPLE_CHARS = 28
-
-
-def is_empty(value: Any) -> bool:
-    """As the loaders read it: no value, blank text, or NaN (a Parquet null)."""
-    return (
-        value is None
-        or (isinstance(value, str) and not value.strip())
-        or (isinstance(value, float) and math.isnan(value))
-    )
 
 
 def value_kind(value: Any) -> str:

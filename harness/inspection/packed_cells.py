@@ -16,8 +16,9 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.inspection.columns import TEXT, WHOLE, Column, is_empty, number_of, words
+from harness.inspection.columns import TEXT, WHOLE, Column, number_of, words
 from harness.inspection.guess import RESPONSE_NAMES, Guess, prefer
+from harness.tables.cells import is_empty
 
 #: Separators tried, most telling first.
 SEPARATORS = ("|", ";", "\t", ",")

@@ -14,8 +14,9 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from harness.inspection.columns import TEXT, Column, is_empty, value_key
+from harness.inspection.columns import TEXT, Column, value_key
 from harness.inspection.guess import ID_NAMES, PARTICIPANT_NAMES, Guess
+from harness.tables.cells import is_empty
 
 #: The columns every PennController row has.
 PENN = ("PennElementType", "PennElementName", "Parameter", "Value")

@@ -24,7 +24,6 @@ from harness.inspection.columns import (
     Column,
     families,
     family_kind,
-    is_empty,
     number_of,
     value_key,
     value_kind,
@@ -44,6 +43,7 @@ from harness.inspection.guess import (
     prefer,
     short_or_long,
 )
+from harness.tables.cells import is_empty
 
 #: Rows searched for the key of a long file (the groups are then counted over every row).
 KEY_SEARCH_ROWS = 5000

@@ -17,8 +17,9 @@ from typing import Any
 
 import yaml
 
-from harness.inspection.columns import TEXT, WHOLE, Column, is_empty, words
+from harness.inspection.columns import TEXT, WHOLE, Column, words
 from harness.inspection.guess import ID_NAMES, TARGET_NAMES, Guess
+from harness.tables.cells import is_empty
 
 BLANK = "FILL-ME"
 CLOZE, GENERATION, CHOICE = "generic_cloze", "generic_generation", "generic_choice"

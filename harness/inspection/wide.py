@@ -22,7 +22,6 @@ from harness.inspection.columns import (
     Column,
     families,
     family_kind,
-    is_empty,
 )
 from harness.inspection.guess import (
     COUNT_NAMES,
@@ -32,6 +31,7 @@ from harness.inspection.guess import (
     Guess,
     listed,
 )
+from harness.tables.cells import is_empty
 
 #: The columns the ``participants`` shape adds to each answer (``plugins/loaders/generic/participants.py``; the
 #: tests validate the skeletons written with them).

@@ -37,6 +37,7 @@ from harness.options import Option, Options, one_of, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, family, family_columns
 from harness.plugins.loaders.generic.packed import Packed, check_packed, check_pieces, packed_option
 from harness.plugins.loaders.generic.participants import RESPONSE, ParticipantsSpec, participants_option
+from harness.tables.cells import is_empty
 
 SHAPES = ("long", "list", "mapping", "parallel", "participants")
 #: How far from a whole number a proportion times the number of people may be and still be read as a count
@@ -255,12 +256,12 @@ def _read_parallel(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Pr
             )
         for k, column in numbers_by.items():
             answer, number = row[answers_by[k]], row[column]
-            if _empty(answer) and _empty(number):
+            if is_empty(answer) and is_empty(number):
                 continue  # an unused slot of the family
-            if _empty(number):
+            if is_empty(number):
                 raise RowError(f"{where}: column {column!r}: empty, but its answer {shorten_repr(answer)} is not")
             value = _number(number, where, f"column {column!r}", into.proportions)
-            if _empty(answer):
+            if is_empty(answer):
                 if value == 0:
                     continue  # an unused slot whose number is written as 0
                 raise RowError(
@@ -277,7 +278,7 @@ def _read_parallel(spec: HumanSpec, row: Mapping[str, Any], where: str, into: Pr
             f"{where}: fields 'human.responses' and '{name}': {len(answers)} responses but {len(numbers)} numbers"
         )
     for k, (answer, number) in enumerate(zip(answers, numbers, strict=True)):
-        if _empty(answer) and _empty(number):
+        if is_empty(answer) and is_empty(number):
             continue
         into.add(_text_or_none(answer), _number(number, where, f"field '{name}[{k}]'", into.proportions))
 
@@ -293,7 +294,7 @@ def option_counts(spec: HumanSpec, row: Mapping[str, Any], where: str) -> list[f
         columns = family_columns(weights, list(row))
         if not columns:
             raise RowError(f"{where}: field '{_name(weights)}': no column matches {weights!r}")
-        return [_number(row[c], where, f"column {c!r}", proportions) for c in columns.values() if not _empty(row[c])]
+        return [_number(row[c], where, f"column {c!r}", proportions) for c in columns.values() if not is_empty(row[c])]
     return [
         _number(n, where, f"field '{_name(weights)}[{k}]'", proportions)
         for k, n in enumerate(_sequence(spec, weights, row, where))  # one cell per item: counted as the responses
@@ -328,18 +329,10 @@ def _sequence(spec: HumanSpec, source: Field, row: Mapping[str, Any], where: str
     raise RowError(f"{where}: field '{source.name}': expected a list, got {shorten_repr(value)}")
 
 
-def _empty(value: Any) -> bool:
-    return (
-        value is None
-        or (isinstance(value, str) and not value.strip())
-        or (isinstance(value, float) and math.isnan(value))
-    )
-
-
 def _text_or_none(value: Any) -> Any:
     """A response as read: text stays text, exactly as written (``007``, ``3.50``); a JSON number becomes its text
     (``1``, ``1.0``), as an option key written in the task file does; empty becomes ``""``."""
-    if _empty(value):
+    if is_empty(value):
         return ""
     return value if isinstance(value, str) else str(value)
 

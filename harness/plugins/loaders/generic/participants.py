@@ -33,6 +33,7 @@ from typing import Any
 from harness.errors import HarnessError, shorten, shorten_repr
 from harness.options import Option, Options, optional
 from harness.plugins.loaders.generic.table import Table, bad_rows, key_text
+from harness.tables.cells import is_empty
 
 #: The columns the reshape adds (beside the ``item_columns`` and ``header_rows`` names).
 ITEM = "item"
@@ -169,10 +170,6 @@ def layout(spec: ParticipantsSpec, columns: list[str], labels: Mapping[str, Any]
     return Layout(items, paired, kept)
 
 
-def _empty(value: Any) -> bool:
-    return value is None or (isinstance(value, str) and not value.strip())
-
-
 def reshape(table: Table, spec: ParticipantsSpec) -> None:
     """The participants' rows as one row per (participant, item) answer, in file order (a participant's answers
     in item order); every row without a participant id is reported, one line each."""
@@ -189,7 +186,7 @@ def reshape(table: Table, spec: ParticipantsSpec) -> None:
             layouts[names] = layout(spec, list(names), table.labels, table.origins[index][0])
         lay = layouts[names]
         ident = row[spec.participant]
-        if _empty(ident) or isinstance(ident, (list, dict)):
+        if is_empty(ident) or isinstance(ident, (list, dict)):
             problems.append(
                 f"{table.where(index)}: field 'human.participant' (column {spec.participant!r}): expected the "
                 f"participant's id, got {shorten_repr(ident)}"
@@ -199,7 +196,7 @@ def reshape(table: Table, spec: ParticipantsSpec) -> None:
         base = {c: row[c] for c in lay.kept}
         for key, column in lay.items.items():
             answer = row[column]
-            if _empty(answer):
+            if is_empty(answer):
                 n_empty += 1
                 continue
             answered = dict(base)
@@ -234,7 +231,7 @@ def answered_once(table: Table, rows: tuple[int, ...], column: str) -> tuple[lis
     problems: list[str] = []
     for index in rows:
         row = table.rows[index]
-        if column not in row or _empty(row[column]) or isinstance(row[column], (list, dict)):
+        if column not in row or is_empty(row[column]) or isinstance(row[column], (list, dict)):
             got = f"no column {column!r}" if column not in row else f"got {shorten_repr(row[column])}"
             problems.append(f"{table.where(index)}: field 'human.participant': expected the participant's id, {got}")
             continue
