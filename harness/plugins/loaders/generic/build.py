@@ -315,8 +315,8 @@ class GenericLoader:
         }
         if tally.proportions_only:
             source["proportions_only"] = {"n": tally.proportions_only, "reasons": sorted(tally.reasons)}
-        if parsed["human"].packed is not None:  # how many cells were split, and their empty pieces (no answers)
-            source["packed"] = parsed["human"].packed.describe()
+        if human.packed is not None:  # how many cells were split, and their empty pieces (no answers)
+            source["packed"] = human.packed.describe()
         return LoadedData(instances, with_extra_files(table.data_hash, normaliser), source)
 
     def check_data(

@@ -190,16 +190,22 @@ def family(pattern: str) -> tuple[str, str] | None:
     return (match.group(1), match.group(2)) if match else None
 
 
-def family_columns(pattern: str, columns: list[str]) -> dict[int, str]:
-    """The columns of a numbered family, by number: ``answer_*`` over ``answer_2, answer_10`` is ``{2: .., 10: ..}``."""
+def family_keys(pattern: str, columns: list[str]) -> dict[str, str]:
+    """The columns of a numbered family by their number as written, in column order: ``Answer.q*`` over
+    ``Answer.q01, Answer.q2`` is ``{'01': .., '2': ..}`` (the ``participants`` shape keeps an item's key as written)."""
     parts = family(pattern)
     if parts is None:
         return {}
     prefix, suffix = parts
-    found: dict[int, str] = {}
+    found: dict[str, str] = {}
     for column in columns:
         if column.startswith(prefix) and column.endswith(suffix):
             middle = column[len(prefix) : len(column) - len(suffix)]
             if middle.isdigit():
-                found[int(middle)] = column
-    return dict(sorted(found.items()))
+                found[middle] = column
+    return found
+
+
+def family_columns(pattern: str, columns: list[str]) -> dict[int, str]:
+    """The columns of a numbered family, by number: ``answer_*`` over ``answer_2, answer_10`` is ``{2: .., 10: ..}``."""
+    return dict(sorted({int(key): column for key, column in family_keys(pattern, columns).items()}.items()))

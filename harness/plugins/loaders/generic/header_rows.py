@@ -61,8 +61,7 @@ def take_labels(
             continue
         kept_rows.append(row)
         kept_origins.append((file, number - len(names)))
-    read = {file for _, (file, _n) in zip(rows, origins, strict=True)}
-    short = sorted(read - {file for file, _ in kept_origins})
+    short = sorted({file for file, _ in origins} - {file for file, _ in kept_origins})
     if short:
         raise HarnessError(
             f"{short[0]}: no data rows under its {1 + len(names)} header rows (data option 'header_rows': "

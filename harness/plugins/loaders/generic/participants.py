@@ -25,21 +25,19 @@ generation task's ``i``-th reference is the ``i``-th participant's.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.errors import HarnessError, shorten, shorten_repr
 from harness.options import Option, Options, optional
+from harness.plugins.loaders.generic.fields import family, family_keys
 from harness.plugins.loaders.generic.table import Table, bad_rows, key_text
 from harness.tables.cells import is_empty
 
 #: The columns the reshape adds (beside the ``item_columns`` and ``header_rows`` names).
 ITEM = "item"
 RESPONSE = "response"
-#: ``Answer.sentence*``: the ``*`` stands for the item's key, digits kept as written (``01``).
-_PATTERN = re.compile(r"^([^*]*)\*([^*]*)$")
 
 
 @dataclass(frozen=True)
@@ -54,7 +52,7 @@ class ParticipantsSpec:
 
 
 def _family(value: Any, name: str) -> str:
-    if not isinstance(value, str) or _PATTERN.match(value) is None:
+    if not isinstance(value, str) or family(value) is None:
         raise ValueError(
             f"'{name}': expected a column family with one '*' (Answer.sentence*), got {shorten_repr(value)}"
         )
@@ -105,17 +103,8 @@ def participants_option(value: Mapping[str, Any]) -> ParticipantsSpec:
 
 
 def _keyed(pattern: str, columns: list[str]) -> dict[str, str]:
-    """The columns of a family by key as written: ``Answer.sentence*`` over ``Answer.sentence01`` is ``{'01': ..}``."""
-    match = _PATTERN.match(pattern)
-    assert match is not None
-    prefix, suffix = match.groups()
-    found: dict[str, str] = {}
-    for column in columns:
-        if len(column) > len(prefix) + len(suffix) and column.startswith(prefix) and column.endswith(suffix):
-            key = column[len(prefix) : len(column) - len(suffix)]
-            if key.isdigit():
-                found[key] = column
-    return dict(sorted(found.items(), key=lambda kv: (int(kv[0]), kv[0])))
+    """The columns of a family by key as written (``Answer.sentence01`` is ``'01'``), in the keys' number order."""
+    return dict(sorted(family_keys(pattern, columns).items(), key=lambda kv: (int(kv[0]), kv[0])))
 
 
 @dataclass(frozen=True)

@@ -47,11 +47,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.data import hash_files
+from harness.data_paths import resolve_data_paths
 from harness.errors import HarnessError, shorten, shorten_repr
 from harness.options import Option, OptionError, Options, one_of, optional
 from harness.plugins.loaders.generic.build import Group, text, whole_number
 from harness.plugins.loaders.generic.fields import Field, RowError
-from harness.plugins.loaders.generic.table import key_text, resolve_paths
+from harness.plugins.loaders.generic.table import key_text
 from harness.tables.file_rows import utf8_text
 from harness.text import normalise_word
 
@@ -298,7 +299,7 @@ def read_passages(spec: PassagesSpec, data_dir: Path) -> Passages:
         named = [(ident, _one_file(path, ident, data_dir)) for ident, path in spec.by_id.items()]
     else:
         assert spec.files is not None
-        named = _ids_from_names(resolve_paths(spec.files, data_dir, "passages.files"), spec.id_pattern)
+        named = _ids_from_names(resolve_data_paths(spec.files, data_dir, "passages.files"), spec.id_pattern)
     by_id: dict[str, Passage] = {}
     for ident, path in named:
         passage = Passage.read(_read_text(path), f"text {ident}", str(path), spec.counting)
@@ -309,7 +310,7 @@ def read_passages(spec: PassagesSpec, data_dir: Path) -> Passages:
 
 
 def _one_file(given: str, ident: str, data_dir: Path) -> Path:
-    paths = resolve_paths((given,), data_dir, f"passages.files.{ident}")
+    paths = resolve_data_paths((given,), data_dir, f"passages.files.{ident}")
     if len(paths) != 1:
         raise HarnessError(
             f"data option 'passages.files': text id {ident!r}: {given!r} matches {len(paths)} files (one passage is "

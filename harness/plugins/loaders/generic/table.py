@@ -209,7 +209,7 @@ def read_table(
         table = _read_hub(hub, max_rows)
     else:
         assert files is not None
-        paths = resolve_paths(files, data_dir, "files")
+        paths = resolve_data_paths(files, data_dir, "files")
         labelled: tuple[str, ...] | None = parsed["header_rows"]
         limit = None if max_rows is None else max_rows + len(labelled or ())
         table = _read_files(paths, parsed["format"], parsed["json_field"], limit, json_key=parsed["json_key"])
@@ -232,13 +232,6 @@ def read_table(
         if join is not None:
             _apply_join(table, join, data_dir)
     return table
-
-
-def resolve_paths(given: tuple[str, ...], data_dir: Path, option: str) -> list[Path]:
-    """Each path as ``harness.data_paths`` reads it (under the data root, absolute or ``~``; ``task:PATH`` beside the
-    task file; ``package:PACKAGE/PATH`` inside an installed package), globs expanded in sorted order; all must
-    exist."""
-    return resolve_data_paths(given, data_dir, option)
 
 
 def _read_files(
@@ -279,7 +272,7 @@ def _read_hub(hub: HubSpec, max_rows: int | None) -> Table:
 
 
 def _apply_join(table: Table, join: JoinSpec, data_dir: Path) -> None:
-    paths = resolve_paths(join.files, data_dir, "join.files")
+    paths = resolve_data_paths(join.files, data_dir, "join.files")
     other = _read_files(paths, join.format, None, None)
     by_key: dict[str, tuple[int, dict[str, Any]]] = {}
     for index, row in enumerate(other.rows):
