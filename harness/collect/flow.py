@@ -108,6 +108,14 @@ class StudyFlow:
             row = db.execute("SELECT * FROM participants WHERE external_id = ?", (external_id,)).fetchone()
             return _participant(row)
 
+    def is_known(self, external_id: str) -> bool:
+        """Whether a participant with this platform id (as given in the link) already joined: coming back is not
+        a new join (the server limits how fast new participants may join from one address)."""
+        row = self.store.read().execute(
+            "SELECT 1 FROM participants WHERE external_id = ?", (unicodedata.normalize("NFC", external_id.strip()),)
+        ).fetchone()
+        return row is not None
+
     def by_session(self, session: str | None) -> Participant | None:
         if not session or len(session) > 100:
             return None

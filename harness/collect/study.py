@@ -42,6 +42,8 @@ JUDGMENT_PERCENTS = (1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 99)
 DEFAULT_ID_PARAMS = ("PROLIFIC_PID", "workerId", "participantId", "id")
 #: The longest answer a participant may type; longer submissions are refused, never cut.
 MAX_ANSWER_CHARS = 100
+#: The keys of ``completion``: what finishing participants and excluded ones are given.
+COMPLETION_KEYS = ("code", "url", "excluded_code", "excluded_url")
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 _PARAM = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,39}$")
 
@@ -95,6 +97,12 @@ class Study:
     session_minutes: int
     completion_code: str | None
     completion_url: str | None
+    #: What an excluded participant (failed attention checks, or excluded by the organiser) is given instead of the
+    #: completion code: the platform's own code for them (Prolific's "screened out" or "failed checks"), or nothing.
+    excluded_code: str | None
+    excluded_url: str | None
+    #: The page title participants see (the tab's title and the heading): never the internal ``study`` name.
+    title: str
     id_params: tuple[str, ...]
     allow_skip: bool
     first_word: int
@@ -113,6 +121,7 @@ class Study:
 
 _TOP = Options(
     Option("study", text, None, "the study's name: letters, digits, _ . - (it names the export)"),
+    Option("title", text, "Research study", "the title participants see (the browser tab, the pages' heading)"),
     Option("kind", one_of(*KINDS), None, "what participants do: " + ", ".join(KINDS)),
     Option("texts", lambda v: v, None, "{file, id, text, participants, limit} or {task, limit}: the items' texts"),
     Option("participants_per_item", positive_int, 40, "people who should see each item"),
@@ -122,7 +131,13 @@ _TOP = Options(
     Option("practice", lambda v: v, [], "practice items, shown before the real ones and never exported"),
     Option("attention_checks", lambda v: v, None, "{every, max_failures, items: [...]}: catch items"),
     Option("time_limits", lambda v: v, {}, "{response_seconds, session_minutes}"),
-    Option("completion", lambda v: v, {}, "{code, url}: the crowdsourcing platform's completion code and link"),
+    Option(
+        "completion",
+        lambda v: v,
+        {},
+        "{code, url, excluded_code, excluded_url}: the platform's completion code and link, and those for excluded "
+        "participants (default: none)",
+    ),
     Option("participant_id_params", lambda v: v, list(DEFAULT_ID_PARAMS), "URL parameters holding the platform id"),
     Option("allow_skip", boolean, False, "whether a participant may leave an answer empty"),
     Option("first_word", positive_int, 2, "passage cloze: the first word number guessed (Provo: 2)"),
@@ -153,7 +168,7 @@ def load_study(path: Path) -> Study:
         )
     texts = _texts(values["texts"], path)
     limits = _mapping(values["time_limits"], where, "time_limits", ("response_seconds", "session_minutes"))
-    completion = _mapping(values["completion"], where, "completion", ("code", "url"))
+    completion = _mapping(values["completion"], where, "completion", COMPLETION_KEYS)
     positions = _mapping(values["positions"], where, "positions", ("start", "every", "per_text"))
     checks = values["attention_checks"] or {}
     checks = _mapping(checks, where, "attention_checks", ("every", "max_failures", "items"))
@@ -162,9 +177,7 @@ def load_study(path: Path) -> Study:
         raise HarnessError(f"{where}: field 'model': missing (the {kind} needs a model, e.g. hf:smollm2-135m)")
     if kind not in GAME_KINDS and model:
         raise HarnessError(f"{where}: field 'model': only the games use a model, not a {kind}")
-    url = _opt(completion, "url", text, where, "completion")
-    if url is not None and not url.startswith(("https://", "http://")):
-        raise HarnessError(f"{where}: field 'completion.url': expected an http(s) URL, got {shorten_repr(url)}")
+    url, excluded_url = (_url(completion, key, where) for key in ("url", "excluded_url"))
     study = Study(
         path=path,
         name=name,
@@ -182,6 +195,9 @@ def load_study(path: Path) -> Study:
         session_minutes=_opt(limits, "session_minutes", positive_int, where, "time_limits") or 120,
         completion_code=_opt(completion, "code", text, where, "completion"),
         completion_url=url,
+        excluded_code=_opt(completion, "excluded_code", text, where, "completion"),
+        excluded_url=excluded_url,
+        title=_nonblank(values["title"], where, "title"),
         id_params=_id_params(values["participant_id_params"], where),
         allow_skip=values["allow_skip"],
         first_word=values["first_word"],
@@ -248,6 +264,13 @@ def _opt(values: Mapping[str, Any], key: str, convert: Any, where: str, parent: 
         return convert(values[key])
     except (ValueError, TypeError) as exc:
         raise HarnessError(f"{where}: field '{parent}.{key}': {exc}") from None
+
+
+def _url(completion: Mapping[str, Any], key: str, where: str) -> str | None:
+    url = _opt(completion, key, text, where, "completion")
+    if url is not None and not url.startswith(("https://", "http://")):
+        raise HarnessError(f"{where}: field 'completion.{key}': expected an http(s) URL, got {shorten_repr(url)}")
+    return url
 
 
 def _nonblank(value: str, where: str, name: str) -> str:
