@@ -262,7 +262,7 @@ def replay(data_dir: Path, folder: Path, text_ids: list[int] | None, via: str, w
         timing = replay_http(study, db, pools, workers, folder / "server.log")
     else:
         timing = replay_flow(study, db, pools)
-    flow = open_existing(study, db)
+    flow, _ = open_existing(study, db)
     manifest = export_study(flow, folder / "export", hash_ids=False)
     flow.store.close()
     exported = human_run(folder / "export", folder / "runs-export")

@@ -111,7 +111,7 @@ def test_a_passage_cloze_export_is_the_provo_norms_layout_and_a_task_file(tmp_pa
     assert counts["responses_exported"] == 16 and counts["participants_exported"] == 6
     assert counts["missing"] == {"empty": 1, "timed_out": 1}
     assert counts["not_exported"] == {"excluded_participants": 3, "practice_and_catch": 7}
-    assert counts["participants"] == {"total": 7, "consented": 7, "active": 0, "complete": 6, "excluded": 1}
+    assert counts["participants"] == {"total": 7, "consented": 7, "not_consented": 0, "active": 0, "complete": 6, "excluded": 1}
     assert manifest["exclusions"] == [
         {"participant": "p0", "reason": "failed 1 attention check(s), more than the 0 allowed"}
     ]
@@ -278,7 +278,7 @@ def test_check_status_and_export_commands(tmp_path: Path) -> None:
     assert checked.stdout.startswith(f"ok: {study} (study tiny-cloze, passage_cloze, version {flow.study.digest})")
     assert "2 items (6 steps)" in checked.stdout and "6 item assignments to fill" in checked.stdout
     table = run_main("collect", "status", study, "--db", db).stdout
-    assert "participants: 7 (7 consented; 0 active, 6 complete, 1 excluded)" in table
+    assert "participants: 7 (7 consented; 0 not consented, 0 active, 6 complete, 1 excluded)" in table
     assert "items at target: 2 of 2 (complete)" in table and "  p0: failed 1 attention check(s)" in table
     report = json.loads(run_main("collect", "status", study, "--db", db, "--json").stdout)
     assert report["items_at_target"] == 2 and report["excluded"][0]["participant"] == "p0"

@@ -6,6 +6,7 @@ rule is checked on a study small enough that the exact items every participant g
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -71,16 +72,17 @@ def test_balanced_assignment_gives_each_participant_the_least_covered_items(tmp_
     # p1: a (all at 0), then b (a at 1); p2: c (the only one at 0), then a (all at 1, study order); p3: b (a is full),
     # then c; p4: nothing is left (every item at its target of 2).
     assert got == {"p1": ["a", "b"], "p2": ["c", "a"], "p3": ["b", "c"], "p4": []}
-    assert flow.state(flow.join("p4")) == {
-        "phase": "complete", "items_done": 0, "study_full": True, "try_later": False, "code": None, "url": None,
-    }  # fmt: skip
+    # p4 is turned away before consent (no code: they did nothing), and their consent is not recorded.
+    assert flow.state(flow.join("p4")) == {"phase": "unavailable", "reason": "full", "retry_minutes": None}
+    assert flow.consent(flow.join("p4"))["stored"] is False
     report = progress(flow)
     assert [(i["item_id"], i["finished"], i["target"]) for i in report["items"]] == [
         ("a", 2, 2),
         ("b", 2, 2),
         ("c", 2, 2),
     ]
-    assert report["complete"] and report["participants"]["complete"] == 4
+    assert report["complete"] and report["participants"]["complete"] == 3
+    assert report["participants"]["not_consented"] == 1 and report["participants"]["consented"] == 3
 
 
 def test_participants_at_once_are_spread_and_nobody_gets_an_item_twice(tmp_path: Path) -> None:
@@ -138,7 +140,7 @@ def test_failing_an_attention_check_excludes_and_frees_the_items(tmp_path: Path)
     )
     careless = start(flow, "careless")
     assert finish(flow, careless, lambda s: "pear" if s["role"] == "catch" else "mat") == ["a"]
-    assert flow.state(careless)["phase"] == "complete"
+    assert flow.state(careless) == {"phase": "excluded", "code": None, "url": None}  # never the completion code
     people = {p["external_id"]: p for p in flow.store.participants()}
     assert people["careless"]["status"] == "excluded"
     assert people["careless"]["excluded_reason"] == "failed 1 attention check(s), more than the 0 allowed"
@@ -147,11 +149,13 @@ def test_failing_an_attention_check_excludes_and_frees_the_items(tmp_path: Path)
     assert finish(flow, careful, lambda s: " Apples " if s["role"] == "catch" else "mat") == ["a"]
     report = progress(flow)
     assert report["excluded"] == [{"participant": "careless", "reason": people["careless"]["excluded_reason"]}]
-    assert report["participants"] == {"total": 2, "consented": 2, "active": 0, "complete": 1, "excluded": 1}
+    assert report["participants"] == {
+        "total": 2, "consented": 2, "not_consented": 0, "active": 0, "complete": 1, "excluded": 1,
+    }  # fmt: skip
     assert report["items"][0]["finished"] == 1 and report["responses"] == {"stored": 4, "main": 1}
 
 
-def test_an_abandoned_session_releases_its_item_and_the_participant_can_still_finish(tmp_path: Path) -> None:
+def test_a_place_is_held_from_its_assignment_and_polling_does_not_extend_it(tmp_path: Path) -> None:
     now = [1_000_000.0]
     flow = sentences(
         tmp_path,
@@ -159,23 +163,30 @@ def test_an_abandoned_session_releases_its_item_and_the_participant_can_still_fi
         texts="id,text\na,The cat sat on the mat.\nb,Dogs like to run in the park.\n",
         clock=lambda: now[0],
     )
-    gone = start(flow, "gone")
+    gone = start(flow, "gone")  # holds a from consent on
     assert item_of(flow, gone, flow.state(gone)["seq"]) == "a"
     assert finish(flow, start(flow, "second")) == ["b"]
-    now[0] += 29 * 60  # still within the session: the study is full
-    assert finish(flow, start(flow, "third")) == []
-    now[0] += 2 * 60  # 31 minutes untouched: a is released and goes to the next participant
-    assert progress(flow)["items"][0]["in_progress"] == 1  # released only when an item is next chosen
-    assert finish(flow, start(flow, "fourth")) == ["a"]
+    for _ in range(29):  # the page polls every minute: the hold is not refreshed
+        now[0] += 60
+        assert flow.state(gone)["phase"] == "item"
+    third = flow.join("third")
+    assert flow.state(third) == {"phase": "unavailable", "reason": "held", "retry_minutes": 1}
+    assert flow.consent(third)["stored"] is False
+    assert progress(flow)["items"][0]["in_progress"] == 1
+    now[0] += 2 * 60  # 31 minutes after its assignment, a holds no place: it goes to the next participant
+    assert progress(flow)["items"][0]["in_progress"] == 0 and progress(flow)["items"][0]["released"] == 1
+    assert finish(flow, start(flow, "third")) == ["a"]
     assert progress(flow)["items"][0] == {
         "item_id": "a", "target": 1, "finished": 1, "in_progress": 0, "released": 1, "steps": 1,
     }  # fmt: skip
-    # The participant who left comes back: the slot is theirs again, and their answer is stored.
+    # The participant who left comes back: the item is still theirs to finish, and their answer is stored.
     back = flow.join("gone")
     assert flow.state(back)["view"]["context"] == "The cat sat on the"
     assert finish(flow, back) == ["a"]
-    assert flow.state(back)["phase"] == "complete"
+    assert flow.state(back) == {"phase": "complete", "items_done": 1, "early": False, "code": None, "url": None}
     assert progress(flow)["items"][0]["finished"] == 2
+    rows = flow.store.read().execute("SELECT pid, seq, step, COUNT(*) FROM responses GROUP BY pid, seq, step")
+    assert [r[3] for r in rows] == [1, 1, 1]  # three answers, none twice
 
 
 def test_a_replayed_answer_is_refused_with_409_and_stored_once(tmp_path: Path) -> None:
@@ -197,18 +208,41 @@ def test_a_replayed_answer_is_refused_with_409_and_stored_once(tmp_path: Path) -
     assert [(r["seq"], r["step"], r["answer"], r["client_ms"]) for r in stored] == [(state["seq"], 0, "mat", 1500)]
 
 
-def test_a_changed_study_is_refused_on_the_same_database(tmp_path: Path) -> None:
+def test_a_running_study_accepts_safe_edits_and_refuses_the_rest_naming_the_field(tmp_path: Path) -> None:
     path = study_file(tmp_path, "study: s\nkind: sentence_completion\nparticipants_per_item: 2\n")
     db = tmp_path / "study.sqlite"
     flow = open_study(path, db)
     finish(flow, start(flow, "p1"))
     open_study(path, db)  # the same study: fine (a comment or a reordering would not matter either)
-    path.write_text(path.read_text().replace("participants_per_item: 2", "participants_per_item: 3"))
-    with pytest.raises(HarnessError, match="holds study 's' version .* not 's' version .*give a new --db"):
-        open_study(path, db)
-    path.write_text(path.read_text().replace("participants_per_item: 3", "participants_per_item: 2"))
+    original = path.read_text()
+    path.write_text(
+        original.replace("participants_per_item: 2", "participants_per_item: 3").replace(
+            "consent: I agree.", "consent: I agree to take part."
+        )
+        + "time_limits: {session_minutes: 200}\n"
+    )
+    edited = open_study(path, db)  # more people per item, a consent typo, a longer hold: continued
+    assert edited.study.participants_per_item == 3 and edited.study.consent == "I agree to take part."
+    assert [e["fields"] for e in edited.store.edits()] == [
+        ["consent", "participants_per_item", "time_limits.session_minutes"]
+    ]
+    unsafe = {
+        "participants_per_item: 3": ("participants_per_item: 1", "field 'participants_per_item' lowered from 3 to 1"),
+        "kind: sentence_completion": ("kind: passage_cloze", "field 'kind' changed"),
+        "session_minutes: 200": ("session_minutes: 100", "field 'time_limits.session_minutes' lowered from 200"),
+        "time_limits: {": ("time_limits: {response_seconds: 9, ", "field 'time_limits.response_seconds' changed"),
+    }
+    good = path.read_text()
+    for old, (new, message) in unsafe.items():
+        path.write_text(good.replace(old, new))
+        with pytest.raises(HarnessError, match=re.escape(message) + ".*undo the change, or give a new --db"):
+            open_study(path, db)
+    path.write_text(good)
     (tmp_path / "texts.csv").write_text(TEXTS.replace("cold", "warm"), encoding="utf-8")  # the texts count too
-    with pytest.raises(HarnessError, match="the study file or its texts changed"):
+    with pytest.raises(HarnessError, match=r"field 'texts.file \(its content\)' changed"):
+        open_study(path, db)
+    path.write_text(good.replace("study: s", "study: other"))
+    with pytest.raises(HarnessError, match="holds study 's', not 'other'"):
         open_study(path, db)
     assert len(StudyStore(db).responses()) == 3  # nothing stored was touched
 
@@ -221,6 +255,9 @@ def test_a_changed_study_is_refused_on_the_same_database(tmp_path: Path) -> None
         ("time_limits: {response_secs: 3}\n", "time_limits", "unknown key 'response_secs'"),
         ("attention_checks: {every: 2, items: [{text: hi}]}\n", "attention_checks.items[0]", "answer': missing"),
         ("completion: {url: 'ftp://x'}\n", "completion.url", "expected an http(s) URL"),
+        ("completion: {excluded_url: 'x'}\n", "completion.excluded_url", "expected an http(s) URL"),
+        ("completion: {excluded: 'x'}\n", "completion", "unknown key 'excluded'"),
+        ("title: ''\n", "title", "expected a text, got an empty one"),
     ],
 )
 def test_study_file_errors_are_one_line_naming_the_file_and_the_field(
@@ -247,8 +284,8 @@ def test_missing_fields_and_a_wrong_kind_name_the_field(tmp_path: Path) -> None:
 
 
 def test_a_study_full_only_for_now_lets_a_participant_come_back_for_a_place_freed_later(tmp_path: Path) -> None:
-    """One item, one place: while p1 holds it, p2 is told to try later (and is not marked complete); once p1's
-    session is over the place is released, and p2 coming back gets the item."""
+    """One item, one place: while p1 holds it, p2 is turned away before consent (no code, not marked complete);
+    once p1's hold is over, p2 coming back consents and gets the item."""
     body = "participants_per_item: 1\nitems_per_participant: 1\ntime_limits: {session_minutes: 1}\n"
     flow = sentences(tmp_path, body, "id,text\na,The cat sat on the mat\n")
     now = [1000.0]
@@ -256,11 +293,11 @@ def test_a_study_full_only_for_now_lets_a_participant_come_back_for_a_place_free
     first = start(flow, "p1")
     assert flow.state(first)["phase"] == "item"
     second = start(flow, "p2")
-    waiting = flow.state(second)
-    assert waiting["phase"] == "complete" and waiting["try_later"] is True and waiting["study_full"] is True
-    assert flow.by_session(second.session).status == "active"  # type: ignore[union-attr]
-    now[0] += 61  # p1's session is over: the place is released when an item is next chosen
-    assert flow.state(second)["phase"] == "item"
+    assert flow.state(second) == {"phase": "unavailable", "reason": "held", "retry_minutes": 1}
+    assert flow.by_session(second.session).consented is False  # type: ignore[union-attr]
+    now[0] += 61  # p1's hold is over
+    assert flow.state(second)["phase"] == "consent"
+    assert flow.consent(second)["state"]["phase"] == "item"
     assert item_of(flow, second, flow.state(second)["seq"]) == "a"
 
 

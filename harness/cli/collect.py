@@ -13,6 +13,7 @@ import math
 import os
 import secrets
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,11 +36,14 @@ def add_collect(sub: Any) -> None:
             "harness collect serve study.yaml --port 8000",
             "harness collect status study.yaml",
             "harness collect export study.yaml --out exports/study --hash-ids",
+            "harness collect exclude study.yaml 5f1a2b3c4d5e6f7a8b9c0d1e --reason 'pasted the same answer'",
+            "harness collect release study.yaml 5f1a2b3c4d5e6f7a8b9c0d1e",
         ),
         description="run a human study defined in YAML (docs/collect.md): 'serve' it to participants' browsers "
         "(responses go to an SQLite database beside the study file), follow it with 'status', and 'export' the "
         "responses as the files the harness reads (the Provo norms layout and a task file, the next-token game's "
-        "guesses, the which-one game's rounds for harness human-perplexity)",
+        "guesses, the which-one game's rounds for harness human-perplexity); 'exclude' a participant or 'release' "
+        "the places one holds while it runs",
     )
     actions = p.add_subparsers(dest="action", required=True)
     serve = add_command(
@@ -60,6 +64,21 @@ def add_collect(sub: Any) -> None:
         help=f"the admin page's token (default: ${ADMIN_TOKEN_ENV}, else one made once and kept in DB.admin-token)",
     )
     serve.add_argument("--root-path", default="", type=_root_path, help="URL prefix when behind a proxy (/study)")
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name the study is reached under (the proxy's public name, e.g. studies.example.org); requests "
+        "for any other Host are refused (default: the --host address, and localhost when it is a loopback one)",
+    )
+    serve.add_argument(
+        "--joins-per-minute",
+        type=_count,
+        default=20,
+        metavar="N",
+        help="new participants accepted per client address per minute (default 20; 0: no limit)",
+    )
     status = add_command(
         actions,
         "status",
@@ -82,13 +101,28 @@ def add_collect(sub: Any) -> None:
         action="store_true",
         help="replace participant ids by pseudonyms (HMAC-SHA256 under a secret salt kept in the database)",
     )
+    exclude = add_command(
+        actions,
+        "exclude",
+        "exclude participants now (server running or not): their answers are not exported, their places freed",
+        ("harness collect exclude study.yaml 5f1a2b3c4d5e6f7a8b9c0d1e --reason 'same answer everywhere'",),
+    )
+    exclude.add_argument("--reason", help="why (kept in the database, listed by status and the export manifest)")
+    release = add_command(
+        actions,
+        "release",
+        "release the places participants hold now, so other people get those items (their answers are kept)",
+        ("harness collect release study.yaml 5f1a2b3c4d5e6f7a8b9c0d1e 60c2d4e6f8a0b2c4d6e8f0a1",),
+    )
+    for parser in (exclude, release):
+        parser.add_argument("participants", nargs="+", metavar="ID", help="platform ids, as in the study link")
     check = add_command(
         actions,
         "check",
         "check the study file and build its items (games: with their model) without serving; print the counts",
         ("harness collect check study.yaml", "harness collect check study.yaml --data-dir ../shared/data"),
     )
-    for parser in (serve, status, export, check):
+    for parser in (serve, status, export, exclude, release, check):
         parser.add_argument("study", metavar="STUDY.yaml", help="the study file")
         if parser in (serve, check):  # the two that make the items
             parser.add_argument("--data-dir", help="the data root, for a study whose texts come from a task")
@@ -100,6 +134,12 @@ def add_collect(sub: Any) -> None:
 def _port(text: str) -> int:
     if not text.isdigit() or int(text) > 65535:
         raise argparse.ArgumentTypeError(f"expected a port from 0 to 65535, got '{text}'")
+    return int(text)
+
+
+def _count(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"expected a whole number, 0 or more, got '{text}'")
     return int(text)
 
 
@@ -118,7 +158,11 @@ def cmd_collect(args: argparse.Namespace) -> int:
         return _check(study, args.data_dir)
     from harness.collect.prepare import open_existing
 
-    flow = open_existing(study, db)
+    flow, warning = open_existing(study, db)
+    if warning:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.action in ("exclude", "release"):
+        return _organise(flow, args)
     if args.action == "status":
         from harness.collect.status import format_progress, progress
 
@@ -147,6 +191,25 @@ def cmd_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _organise(flow: Any, args: argparse.Namespace) -> int:
+    """``exclude`` / ``release``: one line per participant; an unknown id is an error after the others are done."""
+    from harness.collect.organiser import exclude, release
+
+    failed = []
+    for external_id in args.participants:
+        try:
+            outcome = (
+                exclude(flow, external_id, args.reason) if args.action == "exclude" else release(flow, external_id)
+            )
+        except HarnessError as exc:
+            failed.append(str(exc))
+            continue
+        print(outcome.message)
+    if failed:
+        raise HarnessError("; ".join(failed))
+    return 0
+
+
 def _serve(args: argparse.Namespace, study: Path, db: Path | None) -> int:
     from harness.collect.prepare import default_db, open_study
     from harness.collect.web import require_extra, serve
@@ -156,7 +219,10 @@ def _serve(args: argparse.Namespace, study: Path, db: Path | None) -> int:
     flow = open_study(study, db, args.data_dir)
     token, where = admin_token(args.admin_token_file, db)
     print(f"harness collect: database {db}; admin token {where} (open /admin?token=TOKEN)", flush=True)
-    serve(flow, host=args.host, port=args.port, admin_token=token, root_path=args.root_path)
+    serve(
+        flow, host=args.host, port=args.port, admin_token=token, root_path=args.root_path,
+        allowed_hosts=tuple(args.allowed_host), joins_per_minute=args.joins_per_minute,
+    )  # fmt: skip
     return 0
 
 

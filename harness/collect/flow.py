@@ -3,19 +3,24 @@
 Why here and not in the server: resuming, balanced assignment and refusing a replayed answer are what make the
 data right, so they are tested directly (``tests/test_collect_flow.py``) and the server only maps requests onto
 them. A participant's items are a sequence of slots (``seq``): every practice item, then main items with an
-attention check after every ``attention_every`` of them. Each slot is chosen when the previous one is finished, in
-one transaction, so coverage counts are exact under any number of participants at once:
+attention check after every ``attention_every`` of them. Each slot is chosen in one transaction, so coverage counts
+are exact under any number of participants at once:
 
+* a place is checked for before consent, and the first main item is assigned at consent (before the practice), so
+  nobody practises and is then turned away; a participant turned away before doing any item gets no completion
+  code (``unavailable``: every place is held, or the study is full);
 * the next main item is the least covered one the participant has not had (ties: the study's order), where an
-  item's coverage counts its finished and in-progress assignments of participants not excluded, and an item
-  already at ``participants_per_item`` is not given again;
-* an assignment untouched for ``session_minutes`` is released (it stops counting), so an abandoned session does
-  not hold an item for ever; a participant who comes back after that continues it.
+  item's coverage counts finished assignments and those still holding their place, of participants not excluded;
+  an item at ``participants_per_item`` is not given again;
+* a place is held for ``session_minutes`` from its assignment, however often the page polls, so ids that keep a
+  tab open cannot hold a study for ever; a participant who comes back later continues their item (their answers
+  count when they finish it), and the organiser can release a place at once (``harness.collect.organiser``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import secrets
 import sqlite3
 import time
@@ -111,9 +116,13 @@ class StudyFlow:
     def is_known(self, external_id: str) -> bool:
         """Whether a participant with this platform id (as given in the link) already joined: coming back is not
         a new join (the server limits how fast new participants may join from one address)."""
-        row = self.store.read().execute(
-            "SELECT 1 FROM participants WHERE external_id = ?", (unicodedata.normalize("NFC", external_id.strip()),)
-        ).fetchone()
+        row = (
+            self.store.read()
+            .execute(
+                "SELECT 1 FROM participants WHERE external_id = ?", (unicodedata.normalize("NFC", external_id.strip()),)
+            )
+            .fetchone()
+        )
         return row is not None
 
     def by_session(self, session: str | None) -> Participant | None:
@@ -122,97 +131,152 @@ class StudyFlow:
         row = self.store.read().execute("SELECT * FROM participants WHERE session = ?", (session,)).fetchone()
         return None if row is None else _participant(row)
 
-    def consent(self, participant: Participant) -> None:
+    def consent(self, participant: Participant) -> dict[str, Any]:
+        """Record consent when a place is free, and hold the participant's first main item from now on, so the
+        practice that follows is never done for nothing; with no place free nothing is recorded and the state
+        says why (``unavailable``). Returns ``{"stored": bool, "state": ...}``."""
         with self.store.write() as db:
-            db.execute(
-                "UPDATE participants SET consented = COALESCE(consented, ?) WHERE pid = ?",
-                (self.clock(), participant.pid),
-            )
+            person = db.execute("SELECT * FROM participants WHERE pid = ?", (participant.pid,)).fetchone()
+            stored = person["consented"] is not None
+            if not stored and person["status"] == "active" and self._unavailable(db, participant.pid) is None:
+                db.execute("UPDATE participants SET consented = ? WHERE pid = ?", (self.clock(), participant.pid))
+                self._hold_first_item(db, participant.pid)
+                stored = True
+            return {"stored": stored, "state": self._state(db, participant.pid)}
 
     # ------------------------------------------------------------------------------------------------ state
     def state(self, participant: Participant) -> dict[str, Any]:
-        """Where the participant is: ``consent``, an ``item`` step to answer, or ``complete``."""
+        """Where the participant is (docs/collect.md, "End pages"): ``consent`` (a place is free), ``unavailable``
+        (turned away before any item: no code), an ``item`` step to answer, ``complete`` or ``excluded``."""
         with self.store.write() as db:
             return self._state(db, participant.pid)
 
     def _state(self, db: sqlite3.Connection, pid: int) -> dict[str, Any]:
         person = db.execute("SELECT * FROM participants WHERE pid = ?", (pid,)).fetchone()
+        if person["status"] == "excluded":
+            return {"phase": "excluded", "code": self.study.excluded_code, "url": self.study.excluded_url}
         if person["consented"] is None:
-            return {"phase": "consent"}
+            reason = self._unavailable(db, pid)
+            return {"phase": "consent"} if reason is None else self._unavailable_state(db, reason)
         if person["status"] == "active":
             slot = self._current_slot(db, pid)
             if slot is not None:
                 return self._item_state(db, pid, slot)
-            if not self._only_held_places_left(db, pid):
-                db.execute(
-                    "UPDATE participants SET status = 'complete', completed = ? WHERE pid = ?", (self.clock(), pid)
-                )
-        return self._complete_state(db, pid)
+            if self._n_main(db, pid, "finished IS NOT NULL") == 0:  # no item done: turned away, without a code
+                return self._unavailable_state(db, self._unavailable(db, pid) or "held")
+            db.execute("UPDATE participants SET status = 'complete', completed = ? WHERE pid = ?", (self.clock(), pid))
+        n_done = self._n_main(db, pid, "finished IS NOT NULL")
+        return {
+            "phase": "complete",
+            "items_done": n_done,
+            # The study filled before the participant reached their number of items: they are paid for what they did.
+            "early": n_done < self.study.items_per_participant,
+            "code": self.study.completion_code,
+            "url": self.study.completion_url,
+        }
 
-    def _only_held_places_left(self, db: sqlite3.Connection, pid: int) -> bool:
-        """Whether the participant wants more items and every place left is held by someone still in progress: the
-        study is full for now, not for good (a held place is released after ``session_minutes``), so the participant
-        is not marked complete and a later visit may still get an item."""
-        n_main = db.execute("SELECT COUNT(*) FROM assignments WHERE pid = ? AND role = 'main'", (pid,)).fetchone()[0]
-        if n_main >= self.study.items_per_participant:
-            return False
-        return self._item_below_target(db, pid, "a.finished IS NOT NULL") is not None
+    def _unavailable(self, db: sqlite3.Connection, pid: int) -> str | None:
+        """Why the participant can be given no main item now: ``held`` (every place left is held by someone in
+        progress; one may free up), ``full`` (every item has its people), or None (a place is free)."""
+        if self._item_below_target(db, pid, live=True) is not None:
+            return None
+        return "held" if self._item_below_target(db, pid, live=False) is not None else "full"
+
+    def _unavailable_state(self, db: sqlite3.Connection, reason: str) -> dict[str, Any]:
+        """Turned away: no code and no return link (they did nothing to be paid for); ``retry_minutes`` says when
+        the first held place is released at the latest."""
+        retry = None
+        if reason == "held":
+            first = db.execute(
+                "SELECT MIN(assigned) FROM assignments WHERE role = 'main' AND finished IS NULL AND released IS NULL "
+                "AND assigned >= ?", (self._hold_cutoff(),)
+            ).fetchone()[0]  # fmt: skip
+            if first is not None:
+                retry = max(1, math.ceil((first + self._hold_seconds() - self.clock()) / 60))
+        return {"phase": "unavailable", "reason": reason, "retry_minutes": retry}
+
+    def _hold_seconds(self) -> float:
+        return 60.0 * self.study.session_minutes
+
+    def _hold_cutoff(self) -> float:
+        """Assignments made before this time hold no place any more: a place is held for ``session_minutes`` from
+        its assignment, however often the participant's page asks for its state (polling does not extend it)."""
+        return self.clock() - self._hold_seconds()
+
+    def _n_main(self, db: sqlite3.Connection, pid: int, condition: str) -> int:
+        assert condition in ("finished IS NOT NULL", "released IS NULL")
+        query = f"SELECT COUNT(*) FROM assignments WHERE pid = ? AND role = 'main' AND {condition}"
+        return int(db.execute(query, (pid,)).fetchone()[0])
+
+    def _hold_first_item(self, db: sqlite3.Connection, pid: int) -> None:
+        """At consent: assign the first main item now, after the practice slots (``seq`` = number of practice
+        items), so its place is held while the participant reads the instructions and practises."""
+        if self.study.items_per_participant and db.execute(
+            "SELECT 1 FROM assignments WHERE pid = ? AND role = 'main'", (pid,)
+        ).fetchone() is None:  # fmt: skip
+            item_id = self._item_below_target(db, pid, live=True)
+            if item_id is not None:
+                now = self.clock()
+                db.execute(
+                    "INSERT INTO assignments (pid, seq, item_id, role, assigned, touched) VALUES (?, ?, ?, ?, ?, ?)",
+                    (pid, len(self.practice), item_id, "main", now, now),
+                )
 
     def _current_slot(self, db: sqlite3.Connection, pid: int) -> sqlite3.Row | None:
+        """The participant's open slot, or a new one: the practice items in order, then the open main item (the
+        one held at consent first), then new main items with an attention check after every ``attention_every``.
+        A slot the organiser released (``harness collect release``) is not continued."""
         now = self.clock()
-        open_slot = db.execute(
-            "SELECT * FROM assignments WHERE pid = ? AND finished IS NULL ORDER BY seq LIMIT 1", (pid,)
-        ).fetchone()
+        slots = db.execute("SELECT * FROM assignments WHERE pid = ? ORDER BY seq", (pid,)).fetchall()
+        practice = [r for r in slots if r["role"] == "practice"]
+        open_practice = next((r for r in practice if r["finished"] is None), None)
+        if open_practice is None and len(practice) < len(self.practice):
+            seq = len(practice)
+            db.execute(
+                "INSERT INTO assignments (pid, seq, item_id, role, assigned, touched) VALUES (?, ?, ?, ?, ?, ?)",
+                (pid, seq, self.practice[seq], "practice", now, now),
+            )
+            return db.execute("SELECT * FROM assignments WHERE pid = ? AND seq = ?", (pid, seq)).fetchone()
+        open_slot = open_practice or next((r for r in slots if r["finished"] is None and r["released"] is None), None)
         if open_slot is not None:
-            if open_slot["released"] is not None:  # back after a long pause: the slot is theirs again
-                db.execute("UPDATE assignments SET released = NULL WHERE pid = ? AND seq = ?", (pid, open_slot["seq"]))
             db.execute("UPDATE assignments SET touched = ? WHERE pid = ? AND seq = ?", (now, pid, open_slot["seq"]))
             return open_slot
-        done = {r["role"]: r["n"] for r in db.execute(
-            "SELECT role, COUNT(*) AS n FROM assignments WHERE pid = ? GROUP BY role", (pid,))}  # fmt: skip
-        n_practice, n_main, n_catch = done.get("practice", 0), done.get("main", 0), done.get("catch", 0)
+        n_main = sum(r["role"] == "main" and r["released"] is None for r in slots)
+        n_catch = sum(r["role"] == "catch" for r in slots)
         every = self.study.attention_every
-        if n_practice < len(self.practice):
-            item_id, role = self.practice[n_practice], "practice"
-        elif self.checks and every and n_main and n_main % every == 0 and n_catch < n_main // every:
+        if self.checks and every and n_main and n_main % every == 0 and n_catch < n_main // every:
             item_id, role = self.checks[n_catch % len(self.checks)], "catch"
         elif n_main < self.study.items_per_participant:
-            chosen = self._least_covered(db, pid, now)
+            chosen = self._item_below_target(db, pid, live=True)
             if chosen is None:
                 return None
             item_id, role = chosen, "main"
         else:
             return None
-        seq = n_practice + n_main + n_catch
+        seq = max((r["seq"] for r in slots), default=-1) + 1
         db.execute(
             "INSERT INTO assignments (pid, seq, item_id, role, assigned, touched) VALUES (?, ?, ?, ?, ?, ?)",
             (pid, seq, item_id, role, now, now),
         )
         return db.execute("SELECT * FROM assignments WHERE pid = ? AND seq = ?", (pid, seq)).fetchone()
 
-    def _least_covered(self, db: sqlite3.Connection, pid: int, now: float) -> str | None:
-        db.execute(
-            "UPDATE assignments SET released = ? WHERE finished IS NULL AND released IS NULL AND touched < ?",
-            (now, now - 60 * self.study.session_minutes),
-        )
-        return self._item_below_target(db, pid, "a.released IS NULL")
-
-    def _item_below_target(self, db: sqlite3.Connection, pid: int, counted: str) -> str | None:
+    def _item_below_target(self, db: sqlite3.Connection, pid: int, *, live: bool) -> str | None:
         """The least covered main item the participant has not had whose coverage is below its target (ties: the
-        study's order), or None. Coverage counts the assignments of participants not excluded that meet
-        ``counted``: ``a.released IS NULL`` (finished or held: who gets an item next) or ``a.finished IS NOT
-        NULL`` (finished only: whether a place may still free up)."""
-        assert counted in ("a.released IS NULL", "a.finished IS NOT NULL")
+        study's order), or None. Coverage counts the main assignments of participants not excluded that are
+        finished, and with ``live`` those still holding their place (open, not released by the organiser, made
+        less than ``session_minutes`` ago): who gets an item next. Without ``live``: whether a place may free up."""
+        held = "OR (a.finished IS NULL AND a.released IS NULL AND a.assigned >= :cutoff)" if live else ""
         row = db.execute(
             f"""
             SELECT i.item_id, COUNT(a.pid) AS coverage FROM items i
-            LEFT JOIN assignments a ON a.item_id = i.item_id AND a.role = 'main' AND {counted}
+            LEFT JOIN assignments a ON a.item_id = i.item_id AND a.role = 'main'
+                AND (a.finished IS NOT NULL {held})
                 AND a.pid IN (SELECT pid FROM participants WHERE status != 'excluded')
             WHERE i.role = 'main'
-                AND i.item_id NOT IN (SELECT item_id FROM assignments WHERE pid = ? AND role = 'main')
-            GROUP BY i.item_id HAVING coverage < COALESCE(i.participants, ?) ORDER BY coverage, i.ord LIMIT 1
-            """,  # ``counted`` is one of the two fixed conditions above, never input
-            (pid, self.study.participants_per_item),
+                AND i.item_id NOT IN (SELECT item_id FROM assignments WHERE pid = :pid AND role = 'main')
+            GROUP BY i.item_id HAVING coverage < COALESCE(i.participants, :target) ORDER BY coverage, i.ord LIMIT 1
+            """,  # ``held`` is one fixed condition, never input
+            {"pid": pid, "target": self.study.participants_per_item, "cutoff": self._hold_cutoff()},
         ).fetchone()
         return None if row is None else str(row["item_id"])
 
@@ -249,21 +313,6 @@ class StudyFlow:
             total += 1
             correct += int(row["answer"] == target(self.items[row["item_id"]], row["step"]))
         return {"correct": correct, "total": total}
-
-    def _complete_state(self, db: sqlite3.Connection, pid: int) -> dict[str, Any]:
-        person = db.execute("SELECT status FROM participants WHERE pid = ?", (pid,)).fetchone()
-        n_main = db.execute(
-            "SELECT COUNT(*) FROM assignments WHERE pid = ? AND role = 'main' AND finished IS NOT NULL", (pid,)
-        ).fetchone()[0]
-        return {
-            "phase": "complete",
-            "items_done": n_main,
-            "study_full": person["status"] in ("complete", "active") and n_main < self.study.items_per_participant,
-            # Full for now: places are held by participants still in progress; one may be free later.
-            "try_later": person["status"] == "active",
-            "code": self.study.completion_code,
-            "url": self.study.completion_url,
-        }
 
     # ------------------------------------------------------------------------------------------------ answers
     def answer(

@@ -4,8 +4,9 @@ of people.
 Why one function for both the admin page and ``harness collect status``: the researcher decides from these numbers
 when to stop recruiting, so the page and the command must count the same way the flow assigns items. An item's
 coverage is counted as the flow counts it (``harness.collect.flow``): assignments of participants who are not
-excluded, ``finished`` when every step was answered, ``in_progress`` while open and not released (a session
-untouched for ``session_minutes`` is released and stops counting until its participant comes back).
+excluded: ``finished`` when every step was answered, ``in_progress`` while its place is held (open, assigned less
+than ``session_minutes`` ago, not released by the organiser), ``released`` when open but no longer holding a place.
+People who opened the link but never consented (turned away, or gone) are counted apart from active ones.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 
 from harness.collect.flow import StudyFlow
 
-#: Participant statuses, in the order they are reported.
-STATUSES = ("active", "complete", "excluded")
+#: Participant statuses, in the order they are reported (``not_consented``: opened the link, never consented).
+STATUSES = ("not_consented", "active", "complete", "excluded")
 
 
 def progress(flow: StudyFlow) -> dict[str, Any]:
@@ -24,12 +25,13 @@ def progress(flow: StudyFlow) -> dict[str, Any]:
 
     Keys: ``study``, ``kind``, ``digest``, ``database``; ``participants`` (``total``, ``consented`` and one count
     per status); ``excluded`` (``participant``: the platform id as given, ``reason``); ``items`` (per main item, in
-    the study's order: ``item_id``, ``target``, ``finished``, ``in_progress``, ``released`` (abandoned, not
-    counted), ``steps``); ``responses`` (``stored``: every stored answer, practice and checks included; ``main``:
-    answers to main items by participants not excluded); ``items_at_target`` and ``n_items``; ``complete`` (every
-    item at its target).
+    the study's order: ``item_id``, ``target``, ``finished``, ``in_progress``, ``released`` (open but
+    holding no place: past ``session_minutes`` or released by the organiser), ``steps``); ``responses``
+    (``stored``: every stored answer, practice and checks included; ``main``: answers to main items by
+    participants not excluded); ``items_at_target`` and ``n_items``; ``complete`` (every item at its target).
     """
     study = flow.study
+    now = flow.clock()
     db = flow.store.read()
     own = not db.in_transaction  # one read snapshot (the server may be writing meanwhile), or the caller's
     if own:
@@ -41,13 +43,16 @@ def progress(flow: StudyFlow) -> dict[str, Any]:
             """
             SELECT i.item_id, i.n_steps, i.participants,
                 SUM(a.finished IS NOT NULL) AS finished,
-                SUM(a.pid IS NOT NULL AND a.finished IS NULL AND a.released IS NULL) AS in_progress,
-                SUM(a.pid IS NOT NULL AND a.finished IS NULL AND a.released IS NOT NULL) AS released
+                SUM(a.pid IS NOT NULL AND a.finished IS NULL AND a.released IS NULL AND a.assigned >= :cutoff)
+                    AS in_progress,
+                SUM(a.pid IS NOT NULL AND a.finished IS NULL AND (a.released IS NOT NULL OR a.assigned < :cutoff))
+                    AS released
             FROM items i
             LEFT JOIN assignments a ON a.item_id = i.item_id AND a.role = 'main'
                 AND a.pid IN (SELECT pid FROM participants WHERE status != 'excluded')
             WHERE i.role = 'main' GROUP BY i.item_id ORDER BY i.ord
-            """
+            """,
+            {"cutoff": now - 60 * study.session_minutes},
         ).fetchall()
         stored = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         main = db.execute(
@@ -57,7 +62,7 @@ def progress(flow: StudyFlow) -> dict[str, Any]:
     finally:
         if own:
             db.execute("COMMIT")
-    by_status = {status: sum(p["status"] == status for p in people) for status in STATUSES}
+    by_status = {status: sum(_status(p) == status for p in people) for status in STATUSES}
     items: list[dict[str, Any]] = [
         {
             "item_id": str(r["item_id"]),
@@ -93,6 +98,12 @@ def progress(flow: StudyFlow) -> dict[str, Any]:
     }
 
 
+def _status(person: dict[str, Any]) -> str:
+    """A participant's reported status: ``not_consented`` for an active one who never consented."""
+    active = person["status"] == "active"
+    return "not_consented" if active and person["consented"] is None else str(person["status"])
+
+
 def format_progress(report: dict[str, Any], max_items: int | None = None) -> str:
     """``harness collect status``'s table: the study, one line per item (the first ``max_items``), participants and
     exclusions."""
@@ -100,7 +111,7 @@ def format_progress(report: dict[str, Any], max_items: int | None = None) -> str
     lines = [
         f"study {report['study']} ({report['kind']}, version {report['digest']}), database {report['database']}",
         f"participants: {people['total']} ({people['consented']} consented; "
-        + ", ".join(f"{people[s]} {s}" for s in STATUSES)
+        + ", ".join(f"{people[s]} {s.replace('_', ' ')}" for s in STATUSES)
         + ")",
         f"responses stored: {report['responses']['stored']} ({report['responses']['main']} to main items by "
         "participants not excluded)",

@@ -10,14 +10,17 @@ last free slot of an item. Each thread has its own connection (the server answer
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from harness.collect.items import Item
+from harness.collect.study import Study, parse_study
 from harness.errors import HarnessError
 
 SCHEMA_VERSION = "1"
@@ -83,6 +86,7 @@ class StudyStore:
         self._local = threading.local()
         self._write_lock = threading.Lock()
         path.parent.mkdir(parents=True, exist_ok=True)
+        owner_only(path)
         with self._write_lock:  # executescript commits on its own: no BEGIN around it
             self._connection().executescript(SCHEMA)
 
@@ -131,19 +135,12 @@ class StudyStore:
         row = self.read().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row["value"])
 
-    def install(self, study_name: str, digest: str, items: Sequence[Item]) -> None:
-        """Store the study's items once; a database made for another study, or another version of it, is
-        refused, so responses are never mixed across studies."""
+    def install(self, study: Study, items: Sequence[Item]) -> None:
+        """Store the study's items and the study as served, once (a database that already holds a study is left
+        as it is: ``harness.collect.prepare`` decides whether the study file may continue it)."""
         with self.write() as db:
-            found = {r["key"]: r["value"] for r in db.execute("SELECT key, value FROM meta")}
-            if found:
-                if found.get("study") != study_name or found.get("digest") != digest:
-                    raise HarnessError(
-                        f"{self.path}: this database holds study '{found.get('study')}' version "
-                        f"{found.get('digest')}, not '{study_name}' version {digest} (the study file or its texts "
-                        "changed: give a new --db, or undo the change)"
-                    )
-                return
+            if db.execute("SELECT 1 FROM meta WHERE key = 'digest'").fetchone() is not None:
+                raise HarnessError(f"{self.path}: the study database already holds a study")
             db.executemany(
                 "INSERT INTO items (item_id, ord, role, payload, n_steps, participants) VALUES (?, ?, ?, ?, ?, ?)",
                 [(it.item_id, i, it.role, json.dumps(it.payload, ensure_ascii=False), it.n_steps,
@@ -151,8 +148,33 @@ class StudyStore:
             )  # fmt: skip
             db.executemany(
                 "INSERT INTO meta (key, value) VALUES (?, ?)",
-                [("study", study_name), ("digest", digest), ("schema", SCHEMA_VERSION)],
+                [("study", study.name), ("schema", SCHEMA_VERSION), *_served(study)],
             )
+
+    def served_study(self, path: Path) -> Study | None:
+        """The study as the server last served it (read from the copy kept here; ``path`` is the study file it
+        came from), or None for a database made before copies were kept."""
+        source, digest, texts = self.meta("study_source"), self.meta("digest"), self.meta("texts_sha256")
+        if source is None or digest is None:
+            return None
+        return parse_study(json.loads(source), path, stored=(digest, texts or ""))
+
+    def record_edit(self, study: Study, fields: list[str]) -> None:
+        """Continue the database under an edited study file (its changes judged safe): keep the new copy and log
+        which fields changed from which version, so an export can say what participants were shown when."""
+        with self.write() as db:
+            old = db.execute("SELECT value FROM meta WHERE key = 'digest'").fetchone()
+            edits = json.loads((db.execute("SELECT value FROM meta WHERE key = 'edits'").fetchone() or ["[]"])[0])
+            if fields:  # none: a database made before copies were kept gets its copy
+                edits.append({"at": time.time(), "from": old[0] if old else None, "to": study.digest, "fields": fields})
+            db.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [*_served(study), ("edits", json.dumps(edits, ensure_ascii=False))],
+            )
+
+    def edits(self) -> list[dict[str, Any]]:
+        """The edits of the study file this database was continued under, oldest first."""
+        return list(json.loads(self.meta("edits") or "[]"))
 
     def is_installed(self) -> bool:
         return self.meta("digest") is not None
@@ -178,3 +200,28 @@ class StudyStore:
 
     def participants(self) -> list[dict[str, Any]]:
         return [dict(r) for r in self.read().execute("SELECT * FROM participants ORDER BY pid")]
+
+
+def _served(study: Study) -> list[tuple[str, str]]:
+    return [
+        ("digest", study.digest),
+        ("study_source", json.dumps(study.source, sort_keys=True, ensure_ascii=False)),
+        ("texts_sha256", study.texts_sha256),
+    ]
+
+
+def owner_only(path: Path) -> None:
+    """Make the database (and its -wal and -shm files, which SQLite creates with the database's mode) readable and
+    writable by its owner only: it holds platform ids and the export's pseudonym salt. A new database is created
+    so; an existing one is tightened (where this user may)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+    except OSError as exc:
+        raise HarnessError(f"{path}: cannot open the study database ({exc.strerror or exc})") from None
+    for file in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        try:
+            if file.exists() and file.stat().st_mode & 0o077:
+                os.chmod(file, 0o600)
+        except OSError:  # not ours: SQLite reports it if it cannot open it
+            pass

@@ -12,7 +12,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +113,11 @@ class Study:
     samples_per_position: int
     seed: int
     digest: str = field(default="", compare=False)
+    #: The study file as parsed (JSON-ready), and the SHA-256 of its texts file: kept in the database, so that a
+    #: later start can tell which fields changed (``harness.collect.edits``) and ``status`` can report the study
+    #: as it was served.
+    source: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+    texts_sha256: str = field(default="", compare=False)
 
     @property
     def is_game(self) -> bool:
@@ -153,6 +158,12 @@ def load_study(path: Path) -> Study:
     raw = read_yaml(path)
     if not isinstance(raw, Mapping):
         raise HarnessError(f"{path}: expected a mapping of study fields, got {type(raw).__name__}")
+    return parse_study(raw, path)
+
+
+def parse_study(raw: Mapping[str, Any], path: Path, stored: tuple[str, str] | None = None) -> Study:
+    """The checked study of ``raw`` (the study file at ``path`` as parsed). ``stored``: (digest, texts SHA-256) of a
+    copy kept in a study database, read without its texts file (which may have changed since)."""
     where = str(path)
     try:
         values = _TOP.parse(raw, where, noun="field")
@@ -166,7 +177,7 @@ def load_study(path: Path) -> Study:
         raise HarnessError(
             f"{where}: field 'study': expected letters, digits, _ . - (at most 64), got {shorten_repr(name)}"
         )
-    texts = _texts(values["texts"], path)
+    texts = _texts(values["texts"], path, check_file=stored is None)
     limits = _mapping(values["time_limits"], where, "time_limits", ("response_seconds", "session_minutes"))
     completion = _mapping(values["completion"], where, "completion", COMPLETION_KEYS)
     positions = _mapping(values["positions"], where, "positions", ("start", "every", "per_text"))
@@ -210,18 +221,24 @@ def load_study(path: Path) -> Study:
     )
     if study.attention_checks and not study.attention_every:
         raise HarnessError(f"{where}: field 'attention_checks.every': missing (show one check after every N items)")
-    return _with_digest(study, raw)
+    source = json.loads(json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str))
+    if stored is not None:
+        return replace(study, digest=stored[0], source=source, texts_sha256=stored[1])
+    return _with_digest(study, raw, source)
 
 
-def _with_digest(study: Study, raw: Mapping[str, Any]) -> Study:
+def _with_digest(study: Study, raw: Mapping[str, Any], source: dict[str, Any]) -> Study:
     """The digest covers the study's text (as parsed, so comments and layout do not count) and the texts file."""
     hasher = hashlib.sha256(json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+    texts_sha256 = ""
     if study.texts.file is not None:
-        hasher.update(read_bytes(study.texts.file, "texts file"))
-    return Study(**{**study.__dict__, "digest": hasher.hexdigest()[:16]})
+        content = read_bytes(study.texts.file, "texts file")
+        hasher.update(content)
+        texts_sha256 = hashlib.sha256(content).hexdigest()
+    return replace(study, digest=hasher.hexdigest()[:16], source=source, texts_sha256=texts_sha256)
 
 
-def _texts(value: Any, path: Path) -> TextSource:
+def _texts(value: Any, path: Path, check_file: bool = True) -> TextSource:
     where = f"{path}: field 'texts'"
     if not isinstance(value, Mapping):
         raise HarnessError(f"{where}: expected {{file, id, text}} or {{task}}, got {shorten_repr(value)}")
@@ -235,7 +252,7 @@ def _texts(value: Any, path: Path) -> TextSource:
     if "task" in value:
         return TextSource(task=_opt(value, "task", text, str(path), "texts"), limit=limit)
     file = path.parent / str(value["file"])
-    if not file.is_file():
+    if check_file and not file.is_file():
         raise HarnessError(f"{where}.file: no such file {file}")
     return TextSource(
         file=file,

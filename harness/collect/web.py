@@ -16,6 +16,11 @@ Every response carries a strict Content-Security-Policy (no inline script or sty
 the database are synchronous (Starlette runs them on its thread pool; the store gives each thread its own
 connection and serialises writes); the two POSTs read their body asynchronously, bounded, then do the same.
 
+Before anything else, every request but ``GET /healthz`` must name an allowed host (``guard.AllowedHosts``: the
+address listened on, and the ``--allowed-host`` names, e.g. the proxy's public one), or gets 400: DNS rebinding stops
+there. ``GET /`` refuses a platform's placeholder for an id (400) and, for NEW participants only, more than
+``joins_per_minute`` joins per client address and minute (429, ``Retry-After``): neither creates a participant.
+
 Behind a reverse proxy that serves the study under a path (``https://host/study1/``) and strips that prefix, give
 ``root_path="/study1"`` (uvicorn's convention): redirects and cookie paths then name the public path, and the page's
 own links are relative. The session cookie is ``Secure`` when the request came over https (``X-Forwarded-Proto``).
@@ -30,15 +35,18 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from harness.collect.flow import Participant, Refused, StudyFlow
 from harness.collect.guard import (
+    DEFAULT_JOINS_PER_MINUTE,
     MAX_BODY_BYTES,
+    AllowedHosts,
     HttpRefusal,
+    JoinLimiter,
     answer_fields,
     check_content_type,
     check_csrf,
@@ -46,6 +54,7 @@ from harness.collect.guard import (
     check_origin,
     consent_fields,
     parse_object,
+    placeholder_id,
     request_scheme,
 )
 from harness.collect.pages import admin_page, message_page, study_page
@@ -80,8 +89,10 @@ def require_extra() -> None:
     require_extras(("collect",), "harness collect serve")
 
 
-def create_app(flow: StudyFlow, admin_token: str) -> Starlette:
-    """The study's ASGI app over ``flow``; ``admin_token`` opens ``/admin`` (it must not be blank)."""
+def create_app(flow: StudyFlow, admin_token: str, *, allowed_hosts: AllowedHosts | Sequence[str] = (),
+               joins_per_minute: int = DEFAULT_JOINS_PER_MINUTE) -> Starlette:  # fmt: skip
+    """The study's ASGI app over ``flow``; ``admin_token`` opens ``/admin`` (it must not be blank). Requests must name
+    one of ``allowed_hosts`` (names alone: those and loopback's); ``joins_per_minute``: see ``guard.JoinLimiter``."""
     require_extra()
     if not admin_token or not admin_token.strip():
         raise HarnessError("the admin token must not be empty")
@@ -90,7 +101,8 @@ def create_app(flow: StudyFlow, admin_token: str) -> Starlette:
     from starlette.routing import Mount, Route
     from starlette.staticfiles import StaticFiles
 
-    handlers = _Handlers(flow, admin_token)
+    hosts = allowed_hosts if isinstance(allowed_hosts, AllowedHosts) else AllowedHosts("127.0.0.1", allowed_hosts)
+    handlers = _Handlers(flow, admin_token, JoinLimiter(joins_per_minute))
     routes = [
         Route("/", handlers.enter, methods=["GET"]),
         Route("/study", handlers.study, methods=["GET"]),
@@ -104,7 +116,7 @@ def create_app(flow: StudyFlow, admin_token: str) -> Starlette:
     ]
     return Starlette(
         routes=routes,
-        middleware=[Middleware(_SecurityHeaders)],
+        middleware=[Middleware(_SecurityHeaders, hosts=hosts)],
         exception_handlers={Exception: _internal_error},
     )
 
@@ -112,9 +124,8 @@ def create_app(flow: StudyFlow, admin_token: str) -> Starlette:
 class _Handlers:
     """The endpoints, bound to one study's flow."""
 
-    def __init__(self, flow: StudyFlow, admin_token: str) -> None:
-        self.flow = flow
-        self.admin_token = admin_token
+    def __init__(self, flow: StudyFlow, admin_token: str, joins: JoinLimiter) -> None:
+        self.flow, self.admin_token, self.joins = flow, admin_token, joins
         # The admin cookie holds a keyed digest of the token, never the token itself.
         self.admin_cookie = hmac.new(admin_token.encode(), b"harness-collect-admin", hashlib.sha256).hexdigest()
 
@@ -124,8 +135,18 @@ class _Handlers:
 
         external_id = next((request.query_params[n] for n in self.flow.study.id_params
                             if request.query_params.get(n, "").strip()), None)  # fmt: skip
+        if external_id is not None and placeholder_id(external_id):
+            return _page("This link does not work", f"This link still holds the platform's placeholder "
+                         f"{external_id[:80]} instead of your id (a preview or test link). Please open the study "
+                         "from the study platform.", 400)  # fmt: skip
         participant = None if external_id else self._participant(request)
         if participant is None:
+            client = request.client.host if request.client else None  # returning (a known id, a cookie): no limit
+            wait = 0 if external_id and self.flow.is_known(external_id) else self.joins.take(client)
+            if wait:
+                return _page("Please try again in a minute", "Too many people started this study from your network "
+                             "in the last minute. Please open the study link again in a minute.", 429,
+                             {"retry-after": str(wait)})  # fmt: skip
             try:
                 participant = self.flow.join(external_id)
             except Refused as exc:
@@ -141,7 +162,7 @@ class _Handlers:
         if self._participant(request) is None:
             return _page("Session not found", "Please open the study link again (the one from the study platform) "
                          "to start or continue the study.", 403)  # fmt: skip
-        return HTMLResponse(study_page(self.flow.study.name))
+        return HTMLResponse(study_page(self.flow.study.title))
 
     def state(self, request: Request) -> Response:
         participant = self._participant(request)
@@ -151,6 +172,8 @@ class _Handlers:
         return _json({
             "csrf": participant.csrf,
             "kind": study.kind,
+            "title": study.title,
+            "hold_minutes": study.session_minutes,
             "state": self.flow.state(participant),
             "texts": {"consent": study.consent, "instructions": study.instructions},
             "response_seconds": study.response_seconds,
@@ -165,8 +188,7 @@ class _Handlers:
 
     def _consent(self, participant: Participant, body: dict[str, Any]) -> dict[str, Any]:
         consent_fields(body)
-        self.flow.consent(participant)
-        return {"stored": True, "state": self.flow.state(participant)}
+        return self.flow.consent(participant)  # not stored when no place is free: the state says why
 
     def _answer(self, participant: Participant, body: dict[str, Any]) -> dict[str, Any]:
         fields = answer_fields(body)
@@ -266,10 +288,10 @@ def _error(status: int, message: str) -> Response:
     return _json({"error": " ".join(message.split())}, status)
 
 
-def _page(title: str, message: str, status: int) -> Response:
+def _page(title: str, message: str, status: int, headers: dict[str, str] | None = None) -> Response:
     from starlette.responses import HTMLResponse
 
-    return HTMLResponse(message_page(title, message), status_code=status)
+    return HTMLResponse(message_page(title, message), status_code=status, headers=headers)
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
@@ -291,16 +313,18 @@ def _headers_for(path: str) -> dict[str, str]:
 
 
 class _SecurityHeaders:
-    """Adds the security headers to every response (pure ASGI, so streaming and static files keep working)."""
+    """Refuses a request naming a host not allowed (but ``/healthz``), before anything else, and adds the security
+    headers to every response (pure ASGI, so streaming and static files keep working)."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
+    def __init__(self, app: Any, hosts: AllowedHosts) -> None:
+        self.app, self.hosts = app, hosts
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        extra = [(k.encode(), v.encode()) for k, v in _headers_for(scope.get("path", "")).items()]
+        path, root = scope.get("path", ""), str(scope.get("root_path", "")).rstrip("/")
+        extra = [(k.encode(), v.encode()) for k, v in _headers_for(path).items()]
 
         async def send_with_headers(message: Any) -> None:
             if message["type"] == "http.response.start":
@@ -309,14 +333,24 @@ class _SecurityHeaders:
                 message = {**message, "headers": kept + extra}
             await send(message)
 
+        if path != root + "/healthz":
+            try:  # a header given twice: its first value, as Starlette's ``Headers.get`` reads it
+                self.hosts.check({k.decode("latin-1"): v.decode("latin-1") for k, v in reversed(scope["headers"])})
+            except HttpRefusal as exc:
+                api = path.startswith(root + "/api/")
+                refusal = _error(400, exc.message) if api else _page("Wrong address", exc.message, 400)
+                await refusal(scope, receive, send_with_headers)
+                return
         await self.app(scope, receive, send_with_headers)
 
 
 # ------------------------------------------------------------------------------------------------ serving
 
 
-def serve(flow: StudyFlow, admin_token: str, host: str = "127.0.0.1", port: int = 8000, root_path: str = "") -> None:
-    """Serve the study until SIGTERM or SIGINT, then shut down cleanly (requests in flight finish).
+def serve(flow: StudyFlow, admin_token: str, host: str = "127.0.0.1", port: int = 8000, root_path: str = "",
+          allowed_hosts: Sequence[str] = (), joins_per_minute: int = DEFAULT_JOINS_PER_MINUTE) -> None:  # fmt: skip
+    """Serve the study until SIGTERM or SIGINT, then shut down cleanly (requests in flight finish). Requests must
+    name ``host`` or one of ``allowed_hosts`` (``guard.AllowedHosts``); ``joins_per_minute``: see ``create_app``.
 
     Port 0 picks a free port. Once listening, prints one line to stdout: ``harness collect: serving '<study>' on
     http://HOST:PORT/``. ``admin_token`` opens ``/admin``; where it comes from is the caller's (``harness collect
@@ -324,7 +358,8 @@ def serve(flow: StudyFlow, admin_token: str, host: str = "127.0.0.1", port: int 
     require_extra()
     import uvicorn
 
-    app = create_app(flow, admin_token)
+    app = create_app(flow, admin_token, allowed_hosts=AllowedHosts(host, allowed_hosts),
+                     joins_per_minute=joins_per_minute)  # fmt: skip
     sock = _listen(host, port)
     shown_host = sock.getsockname()[0]
     url = f"http://{f'[{shown_host}]' if ':' in shown_host else shown_host}:{sock.getsockname()[1]}/"
@@ -341,16 +376,18 @@ def serve(flow: StudyFlow, admin_token: str, host: str = "127.0.0.1", port: int 
 
 
 @contextmanager
-def serving_in_thread(flow: StudyFlow, admin_token: str, host: str = "127.0.0.1", root_path: str = "") -> Iterator[str]:
+def serving_in_thread(flow: StudyFlow, admin_token: str, host: str = "127.0.0.1", root_path: str = "",
+                      allowed_hosts: Sequence[str] = (),
+                      joins_per_minute: int = DEFAULT_JOINS_PER_MINUTE) -> Iterator[str]:  # fmt: skip
     """The study served from a thread of this process on a free port, for tests and scripts: yields the base URL
-    (no trailing slash); the server is stopped, and waited for, when the block ends."""
+    (no trailing slash); the server is stopped, and waited for, when the block ends. The last two: see ``serve``."""
     require_extra()
     import uvicorn
 
+    app = create_app(flow, admin_token, allowed_hosts=AllowedHosts(host, allowed_hosts),
+                     joins_per_minute=joins_per_minute)  # fmt: skip
     sock = _listen(host, 0)
-    config = uvicorn.Config(
-        create_app(flow, admin_token), root_path=root_path, access_log=False, log_level="warning", lifespan="off"
-    )
+    config = uvicorn.Config(app, root_path=root_path, access_log=False, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
