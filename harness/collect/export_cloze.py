@@ -7,8 +7,9 @@ and a task file, so that a collected study runs through the harness as it is.
   (``plugins/loaders/provo_readers.py``, ``read_official``), one row per position and distinct response with its
   count, so ``harness run --tasks provo --human-only --data-dir OUT`` evaluates on the collected norms exactly as on
   Provo's (the passage is the item's words joined by single spaces, word numbers as in the items);
-* ``<study>.yaml``: a task over ``responses.csv`` with the ``generic_cloze`` loader (docs/your-data.md), the built-in
-  Provo task's request and scorers, so ``harness run --tasks OUT/<study>.yaml --human-only`` runs too. The loader
+* ``<study>.yaml`` (the study's name as written, capitals kept; the task inside is named in lower case): a task over
+  ``responses.csv`` with the ``generic_cloze`` loader (docs/your-data.md), the built-in Provo task's request and
+  scorers, so ``harness run --tasks OUT/<study>.yaml --human-only`` runs too. The loader
   reads every cell as written, so an answer ``007`` or ``3.50`` is compared with the word ``007`` or ``3.50`` as
   typed, and text ids ``01`` and ``1`` stay two texts; only ``word_num`` is declared a number (``columns``).
 
@@ -69,7 +70,7 @@ def write_cloze(
     atomic_write_text(out_dir / NORMS, _norms_csv(main, answers, numbers))
     task_file = f"{flow.study.name}.yaml"
     task_name = task_name_for(flow.study.name)
-    atomic_write_text(out_dir / task_file, _task_yaml(flow, task_name, RESPONSES))
+    atomic_write_text(out_dir / task_file, _task_yaml(flow, task_file, task_name, RESPONSES))
     extra: dict[str, Any] = {
         "task": task_name,
         "commands": [
@@ -144,13 +145,15 @@ def _norms_csv(main: list[Item], answers: list[Answer], numbers: list[int]) -> s
     return _csv(rows, NORMS_COLUMNS)
 
 
-def _task_yaml(flow: StudyFlow, task_name: str, responses: str) -> str:
+def _task_yaml(flow: StudyFlow, task_file: str, task_name: str, responses: str) -> str:
+    """The generic task file; its comment names it as written (``task_file``, the study's name as given), which is
+    not its task name (``task_name_for``: lower case, perhaps with ``-collected``)."""
     study = flow.study
     # JSON strings are YAML strings: the paths and texts below are quoted safely whatever they hold.
     return (
         f"# Written by 'harness collect export' from study {study.name} (version {study.digest}).\n"
         f"# Its data path is relative to the data root: run it with --data-dir set to the export's folder, e.g.\n"
-        f"#   harness run --tasks EXPORT/{task_name}.yaml --human-only --data-dir EXPORT\n"
+        f"#   harness run --tasks EXPORT/{task_file} --human-only --data-dir EXPORT\n"
         f"task: {task_name}\n"
         "version: 1\n"
         f"description: {json.dumps(f'Cloze responses collected with harness collect (study {study.name}, {study.kind}, version {study.digest}).')}\n"  # noqa: E501

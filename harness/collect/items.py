@@ -4,6 +4,12 @@ exactly the items it served before.
 
 An item has ``n_steps`` steps (a passage cloze: one per word guessed); ``view`` is what the participant's page
 shows at a step and ``target`` what the true answer was, shown as feedback after the answer is stored.
+
+Why a texts file's cells may be as long as the file (``MAX_TEXTS_BYTES``): a passage is one cell of a CSV or TSV
+file, one string of a JSON line or one line of a .txt file, and a passage longer than the csv module's own field
+limit (128 KiB) read from a .txt file must read from a CSV too. The limit is raised for the read only and put back
+after, and the file is read in strict quoting, so a quote never closed is an error naming its line rather than the
+rest of the file taken as one passage; every error of the csv module is one line naming the file and the line.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.collect.study import CatchItem, Study
-from harness.errors import HarnessError, shorten_repr
+from harness.errors import HarnessError, one_line, shorten_repr
 from harness.files import decode_utf8, read_bytes
 from harness.options import positive_int
 
@@ -86,8 +92,7 @@ def _texts_from_file(path: Path, id_field: str, text_field: str, participants_fi
                 except json.JSONDecodeError as exc:
                     raise HarnessError(f"{path}: line {number}: not JSON ({exc.msg})") from None
     elif suffix in (".csv", ".tsv"):
-        reader = csv.DictReader(io.StringIO(content, newline=""), delimiter="\t" if suffix == ".tsv" else ",")
-        rows = [(reader.line_num, row) for row in reader]
+        rows = _csv_records(path, content, "\t" if suffix == ".tsv" else ",")
     else:
         raise HarnessError(f"{path}: expected a .csv, .tsv, .jsonl or .txt texts file")
     pairs = []
@@ -105,6 +110,33 @@ def _texts_from_file(path: Path, id_field: str, text_field: str, participants_fi
                 raise HarnessError(f"{path}: line {number}: field '{participants_field}': {exc}") from None
         pairs.append(Text(str(row[id_field]).strip(), str(row[text_field]).strip(), wanted))
     return pairs
+
+
+def _csv_records(path: Path, content: str, delimiter: str) -> list[tuple[int, Any]]:
+    """A CSV or TSV texts file's rows as ``(first line, {column: cell})``, blank lines skipped, the header the first
+    row; a row's missing cells are absent and its extra cells ignored (as ``csv.DictReader`` reads them). Cells of
+    any length up to the file's own (the csv module's limit raised for this read only); a csv error is one line."""
+    limit = csv.field_size_limit()
+    csv.field_size_limit(max(limit, MAX_TEXTS_BYTES))
+    reader = csv.reader(io.StringIO(content, newline=""), delimiter=delimiter, strict=True)
+    header: list[str] | None = None
+    rows: list[tuple[int, Any]] = []
+    line = 1
+    try:
+        for record in reader:
+            first, line = line, reader.line_num + 1
+            if not record:
+                continue
+            if header is None:
+                header = record
+            else:
+                rows.append((first, dict(zip(header, record, strict=False))))
+    except csv.Error as exc:
+        kind = "TSV" if delimiter == "\t" else "CSV"
+        raise HarnessError(f"{path}: line {line}: not readable as {kind} ({one_line(str(exc), 160)})") from None
+    finally:
+        csv.field_size_limit(limit)
+    return rows
 
 
 def texts_from_task(task_name: str, data_dir: str | None) -> list[tuple[str, str]]:
