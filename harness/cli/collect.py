@@ -114,8 +114,6 @@ def add_collect(sub: Any) -> None:
         "release the places participants hold now, so other people get those items (their answers are kept)",
         ("harness collect release study.yaml 5f1a2b3c4d5e6f7a8b9c0d1e 60c2d4e6f8a0b2c4d6e8f0a1",),
     )
-    for parser in (exclude, release):
-        parser.add_argument("participants", nargs="+", metavar="ID", help="platform ids, as in the study link")
     check = add_command(
         actions,
         "check",
@@ -126,6 +124,8 @@ def add_collect(sub: Any) -> None:
         parser.add_argument("study", metavar="STUDY.yaml", help="the study file")
         if parser in (serve, check):  # the two that make the items
             parser.add_argument("--data-dir", help="the data root, for a study whose texts come from a task")
+        if parser in (exclude, release):
+            parser.add_argument("participants", nargs="+", metavar="ID", help="platform ids, as in the study link")
         if parser is not check:
             parser.add_argument("--db", metavar="PATH", help="the study database (default: STUDY.sqlite beside it)")
         parser.set_defaults(handler=cmd_collect)
