@@ -150,8 +150,9 @@ class Server:
 
     def start(self, timeout: float = 60.0) -> str:
         env = {**os.environ, "HARNESS_COLLECT_ADMIN_TOKEN": "load-test-admin-token-0123456789"}
+        # Every simulated participant joins from 127.0.0.1: no limit on joins per address.
         command = [sys.executable, "-m", "harness", "collect", "serve", str(self.study), "--db", str(self.db),
-                   "--port", str(self.port)]  # fmt: skip
+                   "--port", str(self.port), "--joins-per-minute", "0"]  # fmt: skip
         with self.log.open("a", encoding="utf-8") as log:
             self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=log, text=True, env=env, cwd=REPO)
         assert self.proc.stdout is not None

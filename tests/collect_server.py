@@ -7,7 +7,7 @@ Why in-process: the tests then read the database the server writes directly and 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,11 +59,18 @@ class Running:
 
 
 @contextmanager
-def running_server(study_path: Path, root_path: str = "") -> Iterator[Running]:
-    """The study's app on uvicorn in a daemon thread (``serving_in_thread``); stopped when the block ends."""
+def running_server(
+    study_path: Path, root_path: str = "", *, allowed_hosts: Sequence[str] = ("example.org",), joins_per_minute: int = 0
+) -> Iterator[Running]:
+    """The study's app on uvicorn in a daemon thread (``serving_in_thread``); stopped when the block ends.
+
+    By default the server also answers under ``example.org`` (the proxy's public name of
+    ``tests/test_collect_web.py``'s proxy test) and does not limit joins; ``tests/test_collect_hosts.py`` sets both."""
     from harness.collect.web import serving_in_thread
 
     db = study_path.with_suffix(".sqlite")
     flow = open_study(study_path, db)
-    with serving_in_thread(flow, ADMIN_TOKEN, root_path=root_path) as url:
+    with serving_in_thread(
+        flow, ADMIN_TOKEN, root_path=root_path, allowed_hosts=allowed_hosts, joins_per_minute=joins_per_minute
+    ) as url:
         yield Running(url, flow, db)
