@@ -219,6 +219,10 @@ def test_status_and_export_read_a_database_whose_study_file_changed(tmp_path: Pa
     assert served.returncode == 2 and "field 'kind' changed since the study started" in served.stderr
     path.write_text(HOLD_STUDY.replace("participants_per_item: 5", "participants_per_item: 8"), encoding="utf-8")
     assert open_study(path, Path(db)).study.participants_per_item == 8
+    again = run_main("collect", "export", str(path), "--db", db, "--out", str(out))  # an earlier export's folder
+    assert again.stderr == ""
+    edits = json.loads((out / "manifest.json").read_text())["study_edits"]
+    assert [e["fields"] for e in edits] == [["participants_per_item"]] and edits[0]["to"] != edits[0]["from"]
     assert run_main("collect", "status", str(path), "--db", db).stderr == ""  # continued: no warning any more
     assert len(StudyStore(Path(db)).responses()) == n_answers
 

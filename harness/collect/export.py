@@ -210,6 +210,8 @@ def _manifest(
         "study": flow.study.name,
         "kind": flow.study.kind,
         "digest": flow.study.digest,
+        # Safe edits the study was continued under while it ran (harness.collect.edits): which fields, when.
+        "study_edits": flow.store.edits(),
         "study_file": str(flow.study.path.resolve()),
         "database": str(flow.store.path.resolve()),
         "exported_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
