@@ -114,15 +114,34 @@ def _type(browser: Any, word: str) -> None:
     _wait(browser, lambda b: _ready(b, before))
 
 
+#: The progress line before each answer of ``test_a_participant_completes_a_passage_cloze_study``: it moves with
+#: every word of a passage, and an attention check says only how many passages are done.
+CLOZE_PROGRESS = [
+    *(f"Practice 1 of 1 \u00b7 word {k} of 3" for k in (1, 2, 3)),
+    *(f"Passage 1 of 2 \u00b7 word {k} of 5" for k in (1, 2, 3, 4, 5)),
+    "1 of 2 passages done",
+    *(f"Passage 2 of 2 \u00b7 word {k} of 3" for k in (1, 2, 3)),
+    "2 of 2 passages done",
+]
+
+
 def test_a_participant_completes_a_passage_cloze_study(browser: Any, tmp_path: Path) -> None:
+    """The progress line moves within a passage and the bar counts words; an answer's feedback is shown only while
+    the same passage goes on (never above the attention check that follows a passage, or the next passage)."""
     with running_server(write_study(tmp_path, CLOZE_STUDY)) as server:
         _consent_and_start(browser, server.url + "/?PROLIFIC_PID=browser-1")
+        assert browser.title == "Research study"  # the default title, never the study's name (cloze-test)
+        assert "cloze-test" not in browser.page_source
         typed: list[str] = []
-        reloaded = False
+        progress: list[str] = []
+        reloaded = checked_after_passage = False
         while not _shown(browser, "complete"):
             text = _text(browser, "text").removesuffix("___").strip()
             practice = _shown(browser, "role")
             assert (_text(browser, "role") == "Practice") == practice
+            progress.append(_text(browser, "progress-text"))
+            if progress[-1] == "Passage 1 of 2 \u00b7 word 3 of 5":  # two of five words of the first of two
+                assert float(_by_id(browser, "progress").get_attribute("value")) == pytest.approx(0.2)
             if "apple" in text:  # the attention check
                 word = "apple"
             else:
@@ -131,8 +150,14 @@ def test_a_participant_completes_a_passage_cloze_study(browser: Any, tmp_path: P
                 word = passage.split()[len(text.split())]  # the true next word: the feedback says so
             _type(browser, word)
             typed.append(word)
-            if not _shown(browser, "complete") and typed[-1] != "apple" and not practice:
-                assert _text(browser, "feedback") == f"The word was {word}"
+            if _shown(browser, "complete"):
+                break
+            after = _text(browser, "text").removesuffix("___").strip()
+            if word != "apple" and after == f"{text} {word}".strip():  # the same passage goes on
+                assert _shown(browser, "feedback") and _text(browser, "feedback") == f"The word was {word}"
+            else:  # a new item: the attention check after a passage, or the next passage
+                assert not _shown(browser, "feedback") and "The word was" not in _text(browser, "feedback")
+                checked_after_passage |= "apple" in after and not practice
             if len(typed) == 5 and not reloaded:  # in the middle of the first passage
                 before = _text(browser, "text")
                 assert before.startswith("The cat sat") and before.endswith("___")
@@ -140,7 +165,8 @@ def test_a_participant_completes_a_passage_cloze_study(browser: Any, tmp_path: P
                 _wait(browser, lambda b, before=before: _shown(b, "item") and _text(b, "text") == before)
                 assert not _shown(browser, "instructions") and not _shown(browser, "feedback")
                 reloaded = True
-        assert reloaded
+        assert reloaded and checked_after_passage
+        assert progress == CLOZE_PROGRESS
         assert _text(browser, "code") == "C0MPLETE"
         assert _by_id(browser, "link").get_attribute("href") == "https://example.org/done?cc=C0MPLETE"
         assert _errors(browser) == []
@@ -199,11 +225,13 @@ def test_the_next_token_game_shows_tokens_feedback_and_the_score(browser: Any, t
     study = write_study(tmp_path, NEXT_TOKEN_STUDY, GAME_TEXTS)
     with running_server(study) as server:
         _consent_and_start(browser, server.url + "/?PROLIFIC_PID=browser-3")
+        assert _text(browser, "progress-text") == "Text 1 of 1 \u00b7 token 1 of 3"
         tokens = browser.find_elements("css selector", "#text .tok")
         assert len(tokens) == 3 and tokens[-1].get_attribute("textContent") == "?"  # two tokens, then the blank
         assert tokens[1].get_attribute("textContent") == "\u00b7quick"  # a space drawn as a dot
         assert _by_id(browser, "space-check").is_selected()
         _type(browser, "brown")  # with the leading space: right
+        assert _text(browser, "progress-text") == "Text 1 of 1 \u00b7 token 2 of 3"
         assert _text(browser, "feedback").startswith("Correct!") and _text(browser, "score") == "Score: 1 of 1 correct"
         _by_id(browser, "space-check").click()
         _type(browser, "jumps")  # without it: wrong
@@ -223,7 +251,10 @@ def test_a_timed_out_step_and_an_answer_from_another_tab(browser: Any, tmp_path:
     )
     with running_server(study) as server:
         _consent_and_start(browser, server.url + "/?PROLIFIC_PID=browser-4")
-        assert _shown(browser, "timer") and _text(browser, "timer") in ("4 s", "3 s")
+        assert _shown(browser, "timer") and _text(browser, "timer") in ("Time left: 4 s", "Time left: 3 s")
+        timer = _by_id(browser, "timer")
+        assert timer.get_attribute("role") == "timer"
+        assert timer.get_attribute("aria-label") in ("Time left to answer: 4 seconds", "Time left to answer: 3 seconds")
         assert _text(browser, "text") == "The ___"
         _wait(browser, lambda b: _text(b, "text") == "The cat ___", timeout=10)
         assert server.rows() == [(1, 0, 0, "", None, 1)]
@@ -237,3 +268,108 @@ def test_a_timed_out_step_and_an_answer_from_another_tab(browser: Any, tmp_path:
         assert server.rows()[1:] == [(1, 0, 1, "sat", None, 0)]  # and "on" was not stored
         errors = _errors(browser)
         assert len(errors) == 1 and "409" in errors[0]["message"]  # the refused answer, logged by the browser
+
+
+ONE_PLACE_STUDY = """\
+study: one-place-test
+title: A study of reading
+kind: passage_cloze
+texts: {file: texts.csv}
+participants_per_item: 1
+items_per_participant: 1
+consent: You are invited to take part in a study of reading.
+instructions: Guess each next word of the passage.
+completion: {code: C0MPLETE, url: "https://example.org/done?cc=C0MPLETE"}
+"""
+ONE_TEXT = "id,text\na,The cat sat on the mat.\n"
+CAT_WORDS = ["cat", "sat", "on", "the", "mat."]
+
+
+def _no_code_and_no_link(browser: Any) -> bool:
+    """Nothing on the page shows a code or a link (hidden elements do not count), and no completion code is in it."""
+    shown = browser.execute_script(
+        "return [...document.querySelectorAll('a, code')].filter(e => e.offsetParent !== null).length"
+    )
+    return shown == 0 and "C0MPLETE" not in browser.find_element("tag name", "body").text
+
+
+def test_a_participant_turned_away_sees_no_code_and_no_link(browser: Any, tmp_path: Path) -> None:
+    """One item, one place: while another participant holds it, a newcomer who agrees (the place was taken while
+    they read the consent) and one who arrives later are told to come back, with no code and no link; once the
+    holder finishes, the study is full for good. Neither newcomer is recorded as consenting or answering."""
+    with running_server(write_study(tmp_path, ONE_PLACE_STUDY, ONE_TEXT)) as server:
+        browser.get(server.url + "/?PROLIFIC_PID=late-1")
+        _wait(browser, lambda b: _shown(b, "consent"))
+        assert browser.title == "A study of reading" and "one-place-test" not in browser.page_source
+        holder = server.flow.join("early-1")
+        assert server.flow.consent(holder)["stored"]  # takes the only place while late-1 reads the consent
+        _by_id(browser, "consent-check").click()
+        _by_id(browser, "consent-button").click()
+        _wait(browser, lambda b: _shown(b, "unavailable"))
+        assert _text(browser, "unavailable-title") == "No place free right now"
+        assert _text(browser, "unavailable-text") == (
+            "All places are taken at the moment. Please do not submit a completion code. Open the same study link "
+            "again in about 120 minutes, or return the study on the platform."
+        )
+        assert _no_code_and_no_link(browser)
+        browser.get(server.url + "/?PROLIFIC_PID=late-2")  # arriving now: turned away before the consent
+        _wait(browser, lambda b: _shown(b, "unavailable"))
+        assert not _shown(browser, "consent") and _no_code_and_no_link(browser)
+        seq = server.flow.state(holder)["seq"]
+        for step, word in enumerate(CAT_WORDS):
+            server.flow.answer(holder, seq, step, word)
+        browser.refresh()
+        _wait(browser, lambda b: _shown(b, "unavailable") and _text(b, "unavailable-title") == "The study is full")
+        assert _text(browser, "unavailable-text") == (
+            "This study has all the answers it needs, so there is nothing to do. Please return the study on the "
+            "platform (do not submit a completion code). Thank you for your interest."
+        )
+        assert _no_code_and_no_link(browser) and _errors(browser) == []
+        people = server.rows("SELECT external_id, consented IS NOT NULL, status FROM participants ORDER BY pid")
+        assert people == [("late-1", 0, "active"), ("early-1", 1, "complete"), ("late-2", 0, "active")]
+        assert server.rows() == [(holder.pid, seq, step, word, None, 0) for step, word in enumerate(CAT_WORDS)]
+
+
+EXCLUDING_STUDY = ONE_PLACE_STUDY.replace("participants_per_item: 1", "participants_per_item: 3") + (
+    'attention_checks: {every: 1, max_failures: 0, items: [{text: "Please type the word apple:", answer: apple}]}\n'
+)
+
+
+@pytest.mark.parametrize("own_code", [True, False], ids=["with-code", "without-code"])
+def test_an_excluded_participant_never_sees_the_completion_code(browser: Any, tmp_path: Path, own_code: bool) -> None:
+    """A participant who fails the attention check after the passage is excluded: the page thanks them and gives the
+    platform's code for excluded participants when the study has one (and sends them back to its link), otherwise
+    asks them to return the study; never the completion code, also after a reload."""
+    study = EXCLUDING_STUDY
+    if own_code:
+        study = study.replace("completion: {", 'completion: {excluded_code: SCREENED, excluded_url: "https://example.org/'
+                              'screened", ')  # fmt: skip
+    with running_server(write_study(tmp_path, study, ONE_TEXT)) as server:
+        _consent_and_start(browser, server.url + "/?PROLIFIC_PID=careless-1")
+        for word in CAT_WORDS:
+            _type(browser, word)
+        assert "apple" in _text(browser, "text") and not _shown(browser, "feedback")  # the check, no "The word was"
+        before = _text(browser, "text")
+        _by_id(browser, "answer-input").send_keys("banana\n")
+        _wait(browser, lambda b: _shown(b, "excluded") or _text(b, "text") != before)
+        assert _shown(browser, "excluded") and not _shown(browser, "complete") and not _shown(browser, "item")
+        page = browser.find_element("tag name", "body").text
+        assert "Your answers did not pass the study's attention checks, so the study ends here." in page
+        assert "C0MPLETE" not in page and _text(browser, "code") == ""
+        if own_code:
+            assert _text(browser, "excluded-code-line") == "Your code: SCREENED"
+            assert _by_id(browser, "excluded-link").get_attribute("href") == "https://example.org/screened"
+            assert not _shown(browser, "excluded-return") and _shown(browser, "excluded-redirect")
+            browser.get("about:blank")  # before the page's redirect to the (unreachable) platform
+        else:
+            assert _shown(browser, "excluded-return") and _no_code_and_no_link(browser)
+            assert _text(browser, "excluded-return") == (
+                "Please return the study on the platform (do not submit a completion code)."
+            )
+            browser.refresh()
+            _wait(browser, lambda b: _shown(b, "excluded"))
+            assert _no_code_and_no_link(browser)
+        assert _errors(browser) == []
+        assert [r[3] for r in server.rows()] == [*CAT_WORDS, "banana"]
+        assert len(set(server.rows("SELECT pid, seq, step FROM responses"))) == len(CAT_WORDS) + 1
+        assert server.rows("SELECT external_id, status FROM participants") == [("careless-1", "excluded")]

@@ -8,15 +8,24 @@
 
 (function () {
   const PERCENTS = [1, 10, 20, 30, 40, 50, 60, 70, 80, 90, 99];
-  const SECTIONS = ["consent", "instructions", "item", "complete"];
+  const SECTIONS = ["consent", "instructions", "item", "complete", "unavailable", "excluded"];
+  // What one item and one step of it are called, per kind of study (the progress line: "Passage 1 of 2 · word 3 of
+  // 40"); a kind whose items have one step shows no step.
+  const UNITS = {
+    passage_cloze: ["Passage", "passages", "word"],
+    sentence_completion: ["Sentence", "sentences", ""],
+    next_token_game: ["Text", "texts", "token"],
+    which_one_game: ["Round", "rounds", ""],
+  };
   const $ = (id) => document.getElementById(id);
 
-  let info = null; // the last api/state answer: csrf, kind, texts, response_seconds, allow_skip
+  let info = null; // the last api/state answer: csrf, kind, title, texts, response_seconds, allow_skip, hold_minutes
   let current = null; // the state shown now
   let shownAt = 0; // when the current step was shown (performance.now())
   let countdown = null; // the response timer's interval
   let busy = false; // an answer is on its way
   let instructionsSeen = false;
+  let redirecting = false; // the end page's move back to the platform is scheduled
 
   // ------------------------------------------------------------------------------------------------ helpers
   function sleep(ms) {
@@ -115,6 +124,7 @@
         if (result.status === 200 && result.data) {
           setStatus("");
           info = result.data;
+          if (typeof info.title === "string" && info.title) document.title = info.title;
           render(info.state, null);
           return;
         }
@@ -133,11 +143,15 @@
     return Boolean(result.data && result.data.error && result.data.error.indexOf("CSRF") !== -1);
   }
 
-  // What to do with the answer to a POST: go on, reload the state, or let the participant correct the answer.
-  async function handle(result) {
+  // What to do with the answer to a POST: go on, reload the state, or let the participant correct the answer. The
+  // feedback on an answer ("The word was ...") is shown only while the same item goes on (``answeredSeq``): never
+  // above an attention check or the next passage, which it does not belong to.
+  async function handle(result, answeredSeq) {
     busy = false;
     if (result.status === 200 && result.data) {
-      render(result.data.state, result.data.feedback || null);
+      const state = result.data.state;
+      const sameItem = state && state.phase === "item" && state.seq === answeredSeq;
+      render(state, sameItem ? result.data.feedback || null : null);
     } else if (result.status === 409 || (result.status === 403 && isCsrfRefusal(result))) {
       await loadState(); // already stored (a replay, another tab) or a stale page: continue where the server is
     } else if (result.status === 401) {
@@ -168,33 +182,76 @@
       } else {
         renderItem(state, feedback);
       }
-    } else {
+    } else if (state.phase === "complete") {
       renderComplete(state);
+    } else if (state.phase === "unavailable") {
+      renderUnavailable(state);
+    } else if (state.phase === "excluded") {
+      renderExcluded(state);
+    } else {
+      fatal("The study sent something this page does not know. Please reload the page.");
     }
   }
 
+  // ------------------------------------------------------------------------------------------------ end pages
+  function plural(n, word) {
+    return n + " " + word + (n === 1 ? "" : "s");
+  }
+
+  // Finished: every item done, or fewer when the study filled up first (early). The platform's completion code.
   function renderComplete(state) {
     show("complete");
-    if (state.try_later) {
-      $("complete-title").textContent = "No items free right now";
-      $("complete-text").textContent =
-        "Every item is being answered by other people at the moment. Places free up when someone stops: please " +
-        "open the same study link again in a while to go on.";
-    } else if (state.study_full) {
-      $("complete-title").textContent = "The study is full";
-      $("complete-text").textContent =
-        "Thank you for your interest. Every item has enough answers now, so there is nothing more to do.";
-    } else {
-      $("complete-title").textContent = "Thank you!";
-      $("complete-text").textContent = "You have finished the study.";
+    const n = state.items_done || 0;
+    let text = "You have finished the study.";
+    if (state.early) {
+      text = n
+        ? "The study filled up after your " + plural(n, "item") + ", so you have finished."
+        : "The study filled up before your first item, so you have finished.";
     }
+    $("complete-text").textContent = text;
     $("code-line").hidden = !state.code;
     $("code").textContent = state.code || "";
-    $("link-line").hidden = !state.url || state.try_later;
-    if (state.url && !state.try_later) {
-      $("link").href = state.url;
-      $("complete-text").textContent += " You will be taken back to the study platform in a few seconds.";
-      setTimeout(() => window.location.assign(state.url), 5000);
+    showReturn(state.url, "link-line", "link", "complete-redirect");
+  }
+
+  // Turned away before any item: every place is held by others now, or the study has all its answers. No code,
+  // no link: the participant is told to come back or to return the study.
+  function renderUnavailable(state) {
+    show("unavailable");
+    if (state.reason === "held") {
+      const minutes = state.retry_minutes;
+      const when = typeof minutes === "number" && minutes > 0 ? "in about " + plural(minutes, "minute") : "later";
+      $("unavailable-title").textContent = "No place free right now";
+      $("unavailable-text").textContent =
+        "All places are taken at the moment. Please do not submit a completion code. Open the same study link " +
+        "again " + when + ", or return the study on the platform.";
+    } else {
+      $("unavailable-title").textContent = "The study is full";
+      $("unavailable-text").textContent =
+        "This study has all the answers it needs, so there is nothing to do. Please return the study on the " +
+        "platform (do not submit a completion code). Thank you for your interest.";
+    }
+  }
+
+  // Excluded (failed attention checks, or by the organiser): the platform's code for excluded participants when the
+  // study has one, never the completion code.
+  function renderExcluded(state) {
+    show("excluded");
+    $("excluded-code-line").hidden = !state.code;
+    $("excluded-code").textContent = state.code || "";
+    $("excluded-return").hidden = Boolean(state.code);
+    showReturn(state.url, "excluded-link-line", "excluded-link", "excluded-redirect");
+  }
+
+  // The link back to the platform, followed by itself after five seconds.
+  function showReturn(url, lineId, linkId, noteId) {
+    $(lineId).hidden = !url;
+    $(noteId).hidden = !url;
+    if (!url) return;
+    $(linkId).href = url;
+    if (!redirecting) {
+      redirecting = true;
+      setTimeout(() => window.location.assign(url), 5000);
     }
   }
 
@@ -204,10 +261,7 @@
     const practice = state.role === "practice";
     $("role").hidden = !practice;
     $("role").textContent = practice ? "Practice" : "";
-    $("progress-text").textContent = practice
-      ? "Practice " + Math.min(state.done.practice + 1, state.total.practice) + " of " + state.total.practice
-      : "Done: " + state.done.items + " of " + state.total.items + " items";
-    $("progress").value = state.total.items ? state.done.items / state.total.items : 0;
+    renderProgress(state);
     renderFeedback(feedback);
     const text = $("text");
     clear(text);
@@ -237,6 +291,26 @@
     enableInput(true);
     shownAt = performance.now();
     startTimer();
+  }
+
+  // Where the participant is: the item and, within a passage or a text, the step ("Passage 1 of 2 · word 3 of 40");
+  // the bar counts steps. An attention check says only how many items are done (it is not announced as one).
+  function renderProgress(state) {
+    const units = UNITS[info.kind] || ["Item", "items", ""];
+    const total = state.total.items;
+    const within = units[2] && state.n_steps > 1;
+    const steps = within ? " \u00b7 " + units[2] + " " + (state.step + 1) + " of " + state.n_steps : "";
+    let text = state.done.items + " of " + total + " " + units[1] + " done";
+    let value = total ? state.done.items / total : 0;
+    if (state.role === "practice") {
+      const n = state.total.practice;
+      text = "Practice " + Math.min(state.done.practice + 1, n) + " of " + n + steps;
+    } else if (state.role === "main") {
+      text = units[0] + " " + Math.min(state.done.items + 1, total) + " of " + total + steps;
+      if (total && state.n_steps) value = Math.min(1, (state.done.items + state.step / state.n_steps) / total);
+    }
+    $("progress-text").textContent = text;
+    $("progress").value = value;
   }
 
   // The text so far, word by word; in a passage the newest word (the one just revealed) is highlighted.
@@ -316,7 +390,7 @@
     setStatus("");
     const elapsed = Math.max(0, Math.min(86400000, Math.round(performance.now() - shownAt)));
     const body = { seq: current.seq, step: current.step, answer: answer, client_ms: elapsed, timed_out: timedOut };
-    await handle(await send("api/answer", body));
+    await handle(await send("api/answer", body), current.seq);
   }
 
   function startTimer() {
@@ -327,7 +401,11 @@
     const deadline = performance.now() + seconds * 1000;
     const tick = () => {
       const left = Math.max(0, Math.ceil((deadline - performance.now()) / 1000));
-      node.textContent = left + " s";
+      const label = "Time left: " + left + " s";
+      if (node.textContent !== label) {
+        node.textContent = label;
+        node.setAttribute("aria-label", "Time left to answer: " + plural(left, "second"));
+      }
       node.classList.toggle("urgent", left <= 5);
       if (left <= 0) {
         stopTimer();
@@ -354,7 +432,7 @@
       $("consent-button").disabled = true;
       const result = await send("api/consent", {});
       instructionsSeen = false;
-      await handle(result);
+      await handle(result, null);
     });
     $("start-button").addEventListener("click", () => {
       instructionsSeen = true;
