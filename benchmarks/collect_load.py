@@ -262,9 +262,9 @@ def play(base_url: Callable[[], str], external_id: str, tally: Tally,
                 if state["phase"] == "consent":
                     state = client.consent()
                     continue
-                if state["phase"] == "complete" and state.get("try_later"):
-                    # Every place left is held by someone still answering: come back a little later, as the page
-                    # tells a participant to; the study ends for them once every item is finished.
+                if state["phase"] == "unavailable" and state.get("reason") == "held":
+                    # Turned away before consent (no code): every place left is held by someone still answering.
+                    # Come back a little later, as the page tells a participant to.
                     with tally.lock:
                         tally.waits += 1
                     time.sleep(0.05)

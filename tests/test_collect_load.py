@@ -73,7 +73,8 @@ def test_a_server_killed_under_load_loses_no_acknowledged_answer_and_participant
         if state["phase"] == "item":
             assert (state["seq"], state["step"]) == expected, (external_id, last, state)
         else:
-            assert state["phase"] == "complete" and expected == (PER_PARTICIPANT, 0), (external_id, last, state)
+            # Complete, or complete early (every place left was held when it wanted its next item).
+            assert state["phase"] == "complete" and expected == (state["items_done"], 0), (external_id, last, state)
     print(f"\ncollect kill: {json.dumps(summary)}")
 
 

@@ -104,7 +104,7 @@ def test_a_participant_goes_from_the_link_to_the_completion_code(server: Running
         assert result["stored"] is True
         sent.append((state["seq"], state["step"], answer))
         state = result["state"]
-    assert state["phase"] == "complete" and state["code"] == "C0MPLETE" and not state["study_full"]
+    assert state["phase"] == "complete" and state["code"] == "C0MPLETE" and not state["early"]
     assert state["url"] == "https://example.org/done?cc=C0MPLETE"
     # Practice (3 steps), a passage, a check, a passage, a check: every answer stored once, as sent.
     assert [(seq, step, answer) for _, seq, step, answer, _, _ in server.rows()] == sent
