@@ -121,6 +121,7 @@ def test_twenty_made_up_ids_hold_every_place_until_the_organiser_releases_two(he
     assert held.rows("SELECT consented FROM participants WHERE external_id = 'late-participant'") == [(None,)]
     table = run_main("collect", "status", str(held.flow.study.path), "--db", str(held.db)).stdout
     assert "participants: 21 (20 consented; 1 not consented, 20 active, 0 complete, 0 excluded)" in table
+    assert "answers received: 2 in the last minute, 2 in the last 10 minutes" in table  # fake-00's two words
 
     study, db = str(held.flow.study.path), str(held.db)
     said = run_main("collect", "release", study, "--db", db, "fake-00", "fake-01").stdout

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.collect.activity import answers_per_minute
 from harness.collect.flow import StudyFlow
 
 #: Participant statuses, in the order they are reported (``not_consented``: opened the link, never consented).
@@ -28,7 +29,9 @@ def progress(flow: StudyFlow) -> dict[str, Any]:
     the study's order: ``item_id``, ``target``, ``finished``, ``in_progress``, ``released`` (open but
     holding no place: past ``session_minutes`` or released by the organiser), ``steps``); ``responses``
     (``stored``: every stored answer, practice and checks included; ``main``: answers to main items by
-    participants not excluded); ``items_at_target`` and ``n_items``; ``complete`` (every item at its target).
+    participants not excluded); ``activity`` (answers received per minute: ``last_minute``, ``last_10_minutes``,
+    ``per_minute`` over the last hour, oldest first; ``harness.collect.activity``);
+    ``items_at_target`` and ``n_items``; ``complete`` (every item at its target).
     """
     study = flow.study
     now = flow.clock()
@@ -55,6 +58,7 @@ def progress(flow: StudyFlow) -> dict[str, Any]:
             {"cutoff": now - 60 * study.session_minutes},
         ).fetchall()
         stored = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        activity = answers_per_minute(db, now)
         main = db.execute(
             "SELECT COUNT(*) FROM responses r JOIN assignments a USING (pid, seq) JOIN participants p USING (pid) "
             "WHERE a.role = 'main' AND p.status != 'excluded'"
@@ -92,6 +96,7 @@ def progress(flow: StudyFlow) -> dict[str, Any]:
         ],
         "items": items,
         "responses": {"stored": int(stored), "main": int(main)},
+        "activity": activity,
         "items_at_target": at_target,
         "n_items": len(items),
         "complete": bool(items) and at_target == len(items),
@@ -115,6 +120,8 @@ def format_progress(report: dict[str, Any], max_items: int | None = None) -> str
         + ")",
         f"responses stored: {report['responses']['stored']} ({report['responses']['main']} to main items by "
         "participants not excluded)",
+        f"answers received: {report['activity']['last_minute']} in the last minute, "
+        f"{report['activity']['last_10_minutes']} in the last 10 minutes",
         f"items at target: {report['items_at_target']} of {report['n_items']}"
         + (" (complete)" if report["complete"] else ""),
         "",
