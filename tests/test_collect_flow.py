@@ -309,3 +309,28 @@ def test_answers_keep_word_joiners_and_refuse_line_separators_and_bidi_overrides
         with pytest.raises(Refused) as refused:
             clean_text(bad, "answer")
         assert refused.value.status == 422
+
+
+def test_the_place_is_checked_before_consent_and_held_through_the_practice(tmp_path: Path) -> None:
+    """One item, one place, two practice items: p1's consent takes the place, so p2, arriving while p1 practises,
+    is turned away before consent and practice (no slot, no answer of p2 anywhere); p1 then gets the held item."""
+    body = "participants_per_item: 1\nitems_per_participant: 1\npractice: ['One two three.', 'Four five six.']\n"
+    flow = sentences(tmp_path, body, "id,text\na,The cat sat on the mat\n")
+    p1 = start(flow, "p1")
+    state = flow.state(p1)
+    assert (state["role"], state["seq"]) == ("practice", 0)
+    held = flow.store.read().execute("SELECT seq, item_id, role FROM assignments WHERE pid = ?", (p1.pid,)).fetchall()
+    # The main item is assigned at consent, after the two practice slots; the first practice slot is open.
+    assert sorted((r["seq"], r["role"]) for r in held) == [(0, "practice"), (2, "main")]
+    assert [r["item_id"] for r in held if r["role"] == "main"] == ["a"]
+    p2 = flow.join("p2")
+    assert flow.state(p2) == {"phase": "unavailable", "reason": "held", "retry_minutes": 120}
+    assert flow.consent(p2)["stored"] is False
+    assert flow.store.read().execute("SELECT COUNT(*) FROM assignments WHERE pid = ?", (p2.pid,)).fetchone()[0] == 0
+    roles = []
+    while state["phase"] == "item":
+        roles.append(state["role"])
+        state = flow.answer(p1, state["seq"], state["step"], "word")["state"]
+    assert roles == ["practice", "practice", "main"] and state["phase"] == "complete"
+    rows = flow.store.read().execute("SELECT pid, seq, step FROM responses ORDER BY rid").fetchall()
+    assert [tuple(r) for r in rows] == [(p1.pid, 0, 0), (p1.pid, 1, 0), (p1.pid, 2, 0)]
