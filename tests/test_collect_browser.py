@@ -117,7 +117,7 @@ def _type(browser: Any, word: str) -> None:
 #: The progress line before each answer of ``test_a_participant_completes_a_passage_cloze_study``: it moves with
 #: every word of a passage, and an attention check says only how many passages are done.
 CLOZE_PROGRESS = [
-    *(f"Practice 1 of 1 \u00b7 word {k} of 3" for k in (1, 2, 3)),
+    *(f"Passage 1 of 1 \u00b7 word {k} of 3" for k in (1, 2, 3)),  # the practice passage (with its badge)
     *(f"Passage 1 of 2 \u00b7 word {k} of 5" for k in (1, 2, 3, 4, 5)),
     "1 of 2 passages done",
     *(f"Passage 2 of 2 \u00b7 word {k} of 3" for k in (1, 2, 3)),

@@ -294,7 +294,8 @@
   }
 
   // Where the participant is: the item and, within a passage or a text, the step ("Passage 1 of 2 · word 3 of 40");
-  // the bar counts steps. An attention check says only how many items are done (it is not announced as one).
+  // the bar counts steps (of the main items). Practice items are counted on their own, beside the Practice badge; an
+  // attention check says only how many items are done (it is not announced as one).
   function renderProgress(state) {
     const units = UNITS[info.kind] || ["Item", "items", ""];
     const total = state.total.items;
@@ -304,7 +305,7 @@
     let value = total ? state.done.items / total : 0;
     if (state.role === "practice") {
       const n = state.total.practice;
-      text = "Practice " + Math.min(state.done.practice + 1, n) + " of " + n + steps;
+      text = units[0] + " " + Math.min(state.done.practice + 1, n) + " of " + n + steps; // beside the Practice badge
     } else if (state.role === "main") {
       text = units[0] + " " + Math.min(state.done.items + 1, total) + " of " + total + steps;
       if (total && state.n_steps) value = Math.min(1, (state.done.items + state.step / state.n_steps) / total);
