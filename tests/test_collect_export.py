@@ -111,7 +111,9 @@ def test_a_passage_cloze_export_is_the_provo_norms_layout_and_a_task_file(tmp_pa
     assert counts["responses_exported"] == 16 and counts["participants_exported"] == 6
     assert counts["missing"] == {"empty": 1, "timed_out": 1}
     assert counts["not_exported"] == {"excluded_participants": 3, "practice_and_catch": 7}
-    assert counts["participants"] == {"total": 7, "consented": 7, "not_consented": 0, "active": 0, "complete": 6, "excluded": 1}
+    assert counts["participants"] == {
+        "total": 7, "consented": 7, "not_consented": 0, "active": 0, "complete": 6, "excluded": 1,
+    }  # fmt: skip
     assert manifest["exclusions"] == [
         {"participant": "p0", "reason": "failed 1 attention check(s), more than the 0 allowed"}
     ]

@@ -140,7 +140,8 @@ def test_failing_an_attention_check_excludes_and_frees_the_items(tmp_path: Path)
     )
     careless = start(flow, "careless")
     assert finish(flow, careless, lambda s: "pear" if s["role"] == "catch" else "mat") == ["a"]
-    assert flow.state(careless) == {"phase": "excluded", "code": None, "url": None}  # never the completion code
+    # Never the completion code:
+    assert flow.state(careless) == {"phase": "excluded", "by": "checks", "code": None, "url": None}
     people = {p["external_id"]: p for p in flow.store.participants()}
     assert people["careless"]["status"] == "excluded"
     assert people["careless"]["excluded_reason"] == "failed 1 attention check(s), more than the 0 allowed"

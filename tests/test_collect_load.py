@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.collect_load import PER_PARTICIPANT, TEXT_WORDS, Client, Server, Tally, run_scenario, write_load_study
+from benchmarks.collect_load import TEXT_WORDS, Client, Server, Tally, run_scenario, write_load_study
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("uvicorn")

@@ -168,7 +168,7 @@ def test_an_excluded_participant_gets_their_own_code_never_the_completion_code(h
         "cheat: excluded (active before; 1 place(s) freed; 1 answer(s) kept in the database, not exported)"
     )
     excluded = cheat.get_state()
-    assert excluded == {"phase": "excluded", "code": "SCREENED-OUT", "url": None}
+    assert excluded == {"phase": "excluded", "by": "organiser", "code": "SCREENED-OUT", "url": None}
     assert "PAID-CODE" not in json.dumps(cheat.info)
     refused = cheat.client.post(
         "/api/answer",
@@ -193,7 +193,7 @@ def test_an_excluded_participant_without_an_excluded_code_gets_no_code(tmp_path:
         person = Person(server, "p1")
         person.consent()
         run_main("collect", "exclude", str(server.flow.study.path), "--db", str(server.db), "p1")
-        assert person.get_state() == {"phase": "excluded", "code": None, "url": None}
+        assert person.get_state() == {"phase": "excluded", "by": "organiser", "code": None, "url": None}
 
 
 def test_status_and_export_read_a_database_whose_study_file_changed(tmp_path: Path) -> None:

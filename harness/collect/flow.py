@@ -34,6 +34,9 @@ from harness.collect.store import StudyStore
 from harness.collect.study import JUDGMENT_PERCENTS, MAX_ANSWER_CHARS, Study
 
 MAX_EXTERNAL_ID_CHARS = 64
+#: How an exclusion by the organiser (``harness collect exclude``) starts its reason: the page then says so, rather
+#: than blaming attention checks.
+ORGANISER_EXCLUSION = "excluded by the organiser"
 
 
 class Refused(Exception):
@@ -154,7 +157,8 @@ class StudyFlow:
     def _state(self, db: sqlite3.Connection, pid: int) -> dict[str, Any]:
         person = db.execute("SELECT * FROM participants WHERE pid = ?", (pid,)).fetchone()
         if person["status"] == "excluded":
-            return {"phase": "excluded", "code": self.study.excluded_code, "url": self.study.excluded_url}
+            by = "organiser" if str(person["excluded_reason"] or "").startswith(ORGANISER_EXCLUSION) else "checks"
+            return {"phase": "excluded", "by": by, "code": self.study.excluded_code, "url": self.study.excluded_url}
         if person["consented"] is None:
             reason = self._unavailable(db, pid)
             return {"phase": "consent"} if reason is None else self._unavailable_state(db, reason)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from harness.collect.flow import StudyFlow
+from harness.collect.flow import ORGANISER_EXCLUSION, StudyFlow
 from harness.errors import HarnessError, shorten_repr
 
 
@@ -30,7 +30,7 @@ class Outcome:
 def exclude(flow: StudyFlow, external_id: str, reason: str | None = None) -> Outcome:
     """Exclude the participant: their answers are no longer exported, the places they hold count no more, and their
     page shows the excluded end page (with ``completion.excluded_code``, if the study gives one)."""
-    why = f"excluded by the organiser: {reason}" if reason else "excluded by the organiser"
+    why = f"{ORGANISER_EXCLUSION}: {reason}" if reason else ORGANISER_EXCLUSION
     with flow.store.write() as db:
         pid, status = _find(db, flow, external_id)
         held = _open_main(db, pid)

@@ -237,6 +237,10 @@
   // study has one, never the completion code.
   function renderExcluded(state) {
     show("excluded");
+    $("excluded-text").textContent =
+      state.by === "organiser"
+        ? "The researchers have ended your part in this study, so the study ends here."
+        : "Your answers did not pass the study's attention checks, so the study ends here.";
     $("excluded-code-line").hidden = !state.code;
     $("excluded-code").textContent = state.code || "";
     $("excluded-return").hidden = Boolean(state.code);
