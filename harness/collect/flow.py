@@ -37,6 +37,9 @@ MAX_EXTERNAL_ID_CHARS = 64
 #: How an exclusion by the organiser (``harness collect exclude``) starts its reason: the page then says so, rather
 #: than blaming attention checks.
 ORGANISER_EXCLUSION = "excluded by the organiser"
+#: An assignment ``a`` that holds its place: open, not released by the organiser, made after ``:cutoff``
+#: (``StudyFlow.hold_cutoff``). The one definition the flow assigns by and ``status`` reports.
+HOLDING = "(a.finished IS NULL AND a.released IS NULL AND a.assigned >= :cutoff)"
 
 
 class Refused(Exception):
@@ -119,13 +122,11 @@ class StudyFlow:
     def is_known(self, external_id: str) -> bool:
         """Whether a participant with this platform id (as given in the link) already joined: coming back is not
         a new join (the server limits how fast new participants may join from one address)."""
-        row = (
-            self.store.read()
-            .execute(
-                "SELECT 1 FROM participants WHERE external_id = ?", (unicodedata.normalize("NFC", external_id.strip()),)
-            )
-            .fetchone()
-        )
+        try:  # the id as ``join`` would store it
+            key = clean_text(external_id, "participant id", MAX_EXTERNAL_ID_CHARS)
+        except Refused:
+            return False  # ``join`` refuses it, in its own words
+        row = self.store.read().execute("SELECT 1 FROM participants WHERE external_id = ?", (key,)).fetchone()
         return row is not None
 
     def by_session(self, session: str | None) -> Participant | None:
@@ -166,10 +167,13 @@ class StudyFlow:
             slot = self._current_slot(db, pid)
             if slot is not None:
                 return self._item_state(db, pid, slot)
-            if self._n_main(db, pid, "finished IS NOT NULL") == 0:  # no item done: turned away, without a code
+        n_done = int(db.execute(
+            "SELECT COUNT(*) FROM assignments WHERE pid = ? AND role = 'main' AND finished IS NOT NULL", (pid,)
+        ).fetchone()[0])  # fmt: skip
+        if person["status"] == "active":
+            if n_done == 0:  # no item done: turned away, without a code
                 return self._unavailable_state(db, self._unavailable(db, pid) or "held")
             db.execute("UPDATE participants SET status = 'complete', completed = ? WHERE pid = ?", (self.clock(), pid))
-        n_done = self._n_main(db, pid, "finished IS NOT NULL")
         return {
             "phase": "complete",
             "items_done": n_done,
@@ -191,26 +195,18 @@ class StudyFlow:
         the first held place is released at the latest."""
         retry = None
         if reason == "held":
+            cutoff = self.hold_cutoff()
             first = db.execute(
-                "SELECT MIN(assigned) FROM assignments WHERE role = 'main' AND finished IS NULL AND released IS NULL "
-                "AND assigned >= ?", (self._hold_cutoff(),)
-            ).fetchone()[0]  # fmt: skip
+                f"SELECT MIN(a.assigned) FROM assignments a WHERE a.role = 'main' AND {HOLDING}", {"cutoff": cutoff}
+            ).fetchone()[0]
             if first is not None:
-                retry = max(1, math.ceil((first + self._hold_seconds() - self.clock()) / 60))
+                retry = max(1, math.ceil((first - cutoff) / 60))  # released at first + hold = now + (first - cutoff)
         return {"phase": "unavailable", "reason": reason, "retry_minutes": retry}
 
-    def _hold_seconds(self) -> float:
-        return 60.0 * self.study.session_minutes
-
-    def _hold_cutoff(self) -> float:
+    def hold_cutoff(self) -> float:
         """Assignments made before this time hold no place any more: a place is held for ``session_minutes`` from
         its assignment, however often the participant's page asks for its state (polling does not extend it)."""
-        return self.clock() - self._hold_seconds()
-
-    def _n_main(self, db: sqlite3.Connection, pid: int, condition: str) -> int:
-        assert condition in ("finished IS NOT NULL", "released IS NULL")
-        query = f"SELECT COUNT(*) FROM assignments WHERE pid = ? AND role = 'main' AND {condition}"
-        return int(db.execute(query, (pid,)).fetchone()[0])
+        return self.clock() - 60.0 * self.study.session_minutes
 
     def _hold_first_item(self, db: sqlite3.Connection, pid: int) -> None:
         """At consent: assign the first main item now, after the practice slots (``seq`` = number of practice
@@ -243,7 +239,6 @@ class StudyFlow:
             return db.execute("SELECT * FROM assignments WHERE pid = ? AND seq = ?", (pid, seq)).fetchone()
         open_slot = open_practice or next((r for r in slots if r["finished"] is None and r["released"] is None), None)
         if open_slot is not None:
-            db.execute("UPDATE assignments SET touched = ? WHERE pid = ? AND seq = ?", (now, pid, open_slot["seq"]))
             return open_slot
         n_main = sum(r["role"] == "main" and r["released"] is None for r in slots)
         n_catch = sum(r["role"] == "catch" for r in slots)
@@ -269,7 +264,7 @@ class StudyFlow:
         study's order), or None. Coverage counts the main assignments of participants not excluded that are
         finished, and with ``live`` those still holding their place (open, not released by the organiser, made
         less than ``session_minutes`` ago): who gets an item next. Without ``live``: whether a place may free up."""
-        held = "OR (a.finished IS NULL AND a.released IS NULL AND a.assigned >= :cutoff)" if live else ""
+        held = f"OR {HOLDING}" if live else ""
         row = db.execute(
             f"""
             SELECT i.item_id, COUNT(a.pid) AS coverage FROM items i
@@ -280,7 +275,7 @@ class StudyFlow:
                 AND i.item_id NOT IN (SELECT item_id FROM assignments WHERE pid = :pid AND role = 'main')
             GROUP BY i.item_id HAVING coverage < COALESCE(i.participants, :target) ORDER BY coverage, i.ord LIMIT 1
             """,  # ``held`` is one fixed condition, never input
-            {"pid": pid, "target": self.study.participants_per_item, "cutoff": self._hold_cutoff()},
+            {"pid": pid, "target": self.study.participants_per_item, "cutoff": self.hold_cutoff()},
         ).fetchone()
         return None if row is None else str(row["item_id"])
 

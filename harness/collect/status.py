@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.collect.activity import answers_per_minute
-from harness.collect.flow import StudyFlow
+from harness.collect.flow import HOLDING, StudyFlow
 
 #: Participant statuses, in the order they are reported (``not_consented``: opened the link, never consented).
 STATUSES = ("not_consented", "active", "complete", "excluded")
@@ -43,19 +43,17 @@ def progress(flow: StudyFlow) -> dict[str, Any]:
         people = [dict(r) for r in db.execute("SELECT pid, external_id, status, excluded_reason, consented FROM "
                                               "participants ORDER BY pid")]  # fmt: skip
         rows = db.execute(
-            """
+            f"""
             SELECT i.item_id, i.n_steps, i.participants,
                 SUM(a.finished IS NOT NULL) AS finished,
-                SUM(a.pid IS NOT NULL AND a.finished IS NULL AND a.released IS NULL AND a.assigned >= :cutoff)
-                    AS in_progress,
-                SUM(a.pid IS NOT NULL AND a.finished IS NULL AND (a.released IS NOT NULL OR a.assigned < :cutoff))
-                    AS released
+                SUM(a.pid IS NOT NULL AND {HOLDING}) AS in_progress,
+                SUM(a.pid IS NOT NULL AND a.finished IS NULL AND NOT {HOLDING}) AS released
             FROM items i
             LEFT JOIN assignments a ON a.item_id = i.item_id AND a.role = 'main'
                 AND a.pid IN (SELECT pid FROM participants WHERE status != 'excluded')
             WHERE i.role = 'main' GROUP BY i.item_id ORDER BY i.ord
             """,
-            {"cutoff": now - 60 * study.session_minutes},
+            {"cutoff": flow.hold_cutoff()},
         ).fetchall()
         stored = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         activity = answers_per_minute(db, now)

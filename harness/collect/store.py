@@ -53,7 +53,7 @@ CREATE TABLE IF NOT EXISTS assignments (
     item_id TEXT NOT NULL REFERENCES items(item_id),
     role TEXT NOT NULL,
     assigned REAL NOT NULL,
-    touched REAL NOT NULL,
+    touched REAL NOT NULL,  -- when the slot was made; no longer updated (a place is held from ``assigned``)
     finished REAL,
     released REAL,
     PRIMARY KEY (pid, seq)

@@ -173,7 +173,6 @@ class _Handlers:
             "csrf": participant.csrf,
             "kind": study.kind,
             "title": study.title,
-            "hold_minutes": study.session_minutes,
             "state": self.flow.state(participant),
             "texts": {"consent": study.consent, "instructions": study.instructions},
             "response_seconds": study.response_seconds,

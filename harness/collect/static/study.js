@@ -19,7 +19,7 @@
   };
   const $ = (id) => document.getElementById(id);
 
-  let info = null; // the last api/state answer: csrf, kind, title, texts, response_seconds, allow_skip, hold_minutes
+  let info = null; // the last api/state answer: csrf, kind, title, texts, response_seconds, allow_skip
   let current = null; // the state shown now
   let shownAt = 0; // when the current step was shown (performance.now())
   let countdown = null; // the response timer's interval
