@@ -14,8 +14,6 @@ rest of the file taken as one passage; every error of the csv module is one line
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -23,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.collect.study import CatchItem, Study
-from harness.errors import HarnessError, one_line, shorten_repr
+from harness.errors import HarnessError, shorten_repr
 from harness.files import decode_utf8, read_bytes
 from harness.options import positive_int
+from harness.tables.file_rows import csv_records
 
 #: Item roles: ``main`` items are assigned for coverage and exported; ``practice`` items come first and are never
 #: exported; ``catch`` items are attention checks shown between main items.
@@ -114,28 +113,17 @@ def _texts_from_file(path: Path, id_field: str, text_field: str, participants_fi
 
 def _csv_records(path: Path, content: str, delimiter: str) -> list[tuple[int, Any]]:
     """A CSV or TSV texts file's rows as ``(first line, {column: cell})``, blank lines skipped, the header the first
-    row; a row's missing cells are absent and its extra cells ignored (as ``csv.DictReader`` reads them). Cells of
-    any length up to the file's own (the csv module's limit raised for this read only); a csv error is one line."""
-    limit = csv.field_size_limit()
-    csv.field_size_limit(max(limit, MAX_TEXTS_BYTES))
-    reader = csv.reader(io.StringIO(content, newline=""), delimiter=delimiter, strict=True)
+    row; a row's missing cells are absent and its extra cells ignored (as ``csv.DictReader`` reads them). Records
+    come from the tables' reader (``csv_records``), in strict quoting, cells as long as the file may be."""
+    fmt = "tsv" if delimiter == "\t" else "csv"
+    records = csv_records(path, content, delimiter, fmt, strict=True, max_cell=MAX_TEXTS_BYTES)
     header: list[str] | None = None
     rows: list[tuple[int, Any]] = []
-    line = 1
-    try:
-        for record in reader:
-            first, line = line, reader.line_num + 1
-            if not record:
-                continue
-            if header is None:
-                header = record
-            else:
-                rows.append((first, dict(zip(header, record, strict=False))))
-    except csv.Error as exc:
-        kind = "TSV" if delimiter == "\t" else "CSV"
-        raise HarnessError(f"{path}: line {line}: not readable as {kind} ({one_line(str(exc), 160)})") from None
-    finally:
-        csv.field_size_limit(limit)
+    for first, record in records:
+        if header is None:
+            header = record
+        else:
+            rows.append((first, dict(zip(header, record, strict=False))))
     return rows
 
 

@@ -153,33 +153,49 @@ def _check_parquet(path: Path, data: bytes) -> None:
     raise HarnessError(f"{path}: not a complete Parquet file (no 'PAR1' at its end: truncated?)")
 
 
-def _csv_rows(path: Path, text: str, sep: str, fmt: str, max_rows: int | None) -> list[dict[str, Any]]:
-    """The rows of a CSV or TSV file, every cell the text as written; the header is the first non-blank line."""
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
-    header: list[str] | None = None
-    rows: list[dict[str, Any]] = []
-    separator = "comma" if sep == "," else "tab"
+def csv_records(
+    path: Path, text: str, sep: str, fmt: str, *, strict: bool = False, max_cell: int | None = None
+) -> Iterator[tuple[int, list[str]]]:
+    """A CSV or TSV text's non-blank records, each with the line it starts on; any error of the csv module is one
+    ``HarnessError`` naming the file and that line. ``strict``: the csv module's strict quoting (a quote never
+    closed is an error, not the rest of the file in one cell). ``max_cell``: the longest cell read (the csv
+    module's own limit, 128 KiB, is raised to it for this read only)."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=strict)
+    limit = csv.field_size_limit()
+    if max_cell is not None:
+        csv.field_size_limit(max(limit, max_cell))
     line = 1
     try:
         for record in reader:
             first, line = line, reader.line_num + 1
-            if not record:  # a blank line
-                continue
-            if header is None:
-                header = _header(path, record, first)
-                continue
-            if len(record) > len(header):
-                raise HarnessError(
-                    f"{path}: line {first}: {len(record)} fields, but the header has {len(header)} (an extra "
-                    f"{separator}, or a {separator} inside a field that is not in double quotes?)"
-                )
-            if len(record) < len(header):
-                record += [""] * (len(header) - len(record))  # missing cells at the end of a row are empty
-            rows.append(dict(zip(header, record, strict=True)))
-            if max_rows is not None and len(rows) >= max_rows:
-                break
+            if record:  # not a blank line
+                yield first, record
     except csv.Error as exc:
         raise HarnessError(f"{path}: line {line}: not readable as {fmt.upper()} ({one_line(str(exc), 160)})") from None
+    finally:
+        csv.field_size_limit(limit)
+
+
+def _csv_rows(path: Path, text: str, sep: str, fmt: str, max_rows: int | None) -> list[dict[str, Any]]:
+    """The rows of a CSV or TSV file, every cell the text as written; the header is the first non-blank line."""
+    header: list[str] | None = None
+    rows: list[dict[str, Any]] = []
+    separator = "comma" if sep == "," else "tab"
+    records = csv_records(path, text, sep, fmt)
+    for first, record in records:
+        if header is None:
+            header = _header(path, record, first)
+            continue
+        if len(record) > len(header):
+            raise HarnessError(
+                f"{path}: line {first}: {len(record)} fields, but the header has {len(header)} (an extra "
+                f"{separator}, or a {separator} inside a field that is not in double quotes?)"
+            )
+        if len(record) < len(header):
+            record += [""] * (len(header) - len(record))  # missing cells at the end of a row are empty
+        rows.append(dict(zip(header, record, strict=True)))
+        if max_rows is not None and len(rows) >= max_rows:
+            break
     if header is None:
         raise HarnessError(f"{path}: empty file (no header), no rows")
     if not rows:
