@@ -221,21 +221,22 @@ def parse_study(raw: Mapping[str, Any], path: Path, stored: tuple[str, str] | No
     )
     if study.attention_checks and not study.attention_every:
         raise HarnessError(f"{where}: field 'attention_checks.every': missing (show one check after every N items)")
-    source = json.loads(json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str))
+    canonical = json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str)
     if stored is not None:
-        return replace(study, digest=stored[0], source=source, texts_sha256=stored[1])
-    return _with_digest(study, raw, source)
+        return replace(study, digest=stored[0], source=json.loads(canonical), texts_sha256=stored[1])
+    return _with_digest(study, canonical)
 
 
-def _with_digest(study: Study, raw: Mapping[str, Any], source: dict[str, Any]) -> Study:
-    """The digest covers the study's text (as parsed, so comments and layout do not count) and the texts file."""
-    hasher = hashlib.sha256(json.dumps(raw, sort_keys=True, ensure_ascii=False, default=str).encode("utf-8"))
+def _with_digest(study: Study, canonical: str) -> Study:
+    """The digest covers the study's text (as parsed, so comments and layout do not count: ``canonical``, its
+    sorted JSON) and the texts file."""
+    hasher = hashlib.sha256(canonical.encode("utf-8"))
     texts_sha256 = ""
     if study.texts.file is not None:
         content = read_bytes(study.texts.file, "texts file")
         hasher.update(content)
         texts_sha256 = hashlib.sha256(content).hexdigest()
-    return replace(study, digest=hasher.hexdigest()[:16], source=source, texts_sha256=texts_sha256)
+    return replace(study, digest=hasher.hexdigest()[:16], source=json.loads(canonical), texts_sha256=texts_sha256)
 
 
 def _texts(value: Any, path: Path, check_file: bool = True) -> TextSource:
