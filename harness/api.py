@@ -14,7 +14,8 @@ What each name is for:
   (a text as the model's tokens, next-token log-probabilities) the next-token games of ``harness collect`` use;
 - scorers: ``Scorer``, ``ArgsScorer`` (a scorer whose ``options`` are checked), ``Metric``, ``ScorerUnavailable``,
   ``BOOTSTRAP_OPTIONS``, ``mean_metric`` / ``bootstrap_metric`` for confidence intervals, ``metric_rngs`` for one
-  random stream per metric;
+  random stream per metric (``metric_rngs(rng)`` returns a function; call it with a metric's name), ``split_half``
+  for a split-half human control (one random split of an instance's references into two halves);
 - answer classifiers: ``AnswerClassifier``, ``ClassifyItem``, ``Classification``;
 - data loaders: ``LoadedData``, ``Loader``, ``takes_options``, ``hash_files``, ``downloads_allowed``,
   ``resolve_data_paths`` (a data path option read as the generic loaders read it: under the data root, ``task:``
@@ -93,7 +94,7 @@ from harness.scorer_args import BOOTSTRAP_OPTIONS, ArgsScorer
 from harness.scoring import Metric, Scorer, ScorerUnavailable
 from harness.seeding import derive_rng, derive_seed, metric_rngs
 from harness.segmenters import SEGMENTERS
-from harness.stats import bootstrap_metric, mean_metric
+from harness.stats import bootstrap_metric, mean_metric, split_half
 from harness.text import PAPER_FAILURE, human_word, normalise_word, rule_word
 
 __all__ = [
@@ -173,6 +174,7 @@ __all__ = [
     "positive_int",
     "positive_number",
     "rule_word",
+    "split_half",
     "human_word",
     "SEGMENTERS",
     "text",

@@ -10,7 +10,7 @@ runner's own code path, with the same seeds, so re-scoring an unchanged run give
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +157,24 @@ def _check_answers(r: TaskRun, saved: SavedResponses) -> None:
                 raise HarnessError(f"task {r.name}: instance {inst.id}: saved response is malformed ({exc!r})") from exc
 
 
+def run_task_name(name: str, known: Sequence[str], target: Path) -> str:
+    """The task of a run that ``--tasks NAME`` means: ``NAME`` itself, or the run's one variant of it.
+
+    A ``generate`` task is stored under its decoding variant (``asset-valid@ancestral``), so the name the user
+    ran it by finds it when the run has that one variant; with several (a decoding sweep), the full name is needed.
+    """
+    if name in known:
+        return name
+    variants = [task for task in known if task.partition("@")[0] == name and "@" in task]
+    if len(variants) == 1:
+        return variants[0]
+    if variants:
+        raise HarnessError(
+            f"--tasks: {target} has {len(variants)} variants of '{name}' ({', '.join(variants)}): name one in full"
+        )
+    raise HarnessError(f"--tasks: '{name}' is not in {target} ({', '.join(known)})")
+
+
 def rescore(
     target: Path,
     *,
@@ -176,11 +194,8 @@ def rescore(
     registry = registry or get_registry()
     sources = open_run(target)
     if tasks:
-        known = [s.task for s in sources]
-        unknown = [t for t in tasks if t not in known]
-        if unknown:
-            raise HarnessError(f"--tasks: '{unknown[0]}' is not in {target} ({', '.join(known)})")
-        sources = [s for s in sources if s.task in tasks]
+        chosen = [run_task_name(t, [s.task for s in sources], target) for t in tasks]
+        sources = [s for s in sources if s.task in chosen]
     args = dict(scorer_args or {})
     params = [k for k in args if "." not in k]
     if params:

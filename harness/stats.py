@@ -20,13 +20,15 @@ from __future__ import annotations
 import inspect
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import scipy.stats
 from numpy.typing import ArrayLike, NDArray
 
 from harness.scoring import Metric
+
+T = TypeVar("T")
 
 # scipy >= 1.15 names the generator argument ``rng``; older releases call it ``random_state``.
 _RNG_KWARG = "rng" if "rng" in inspect.signature(scipy.stats.bootstrap).parameters else "random_state"
@@ -41,6 +43,29 @@ def _check_args(n_resamples: int, confidence: float) -> None:
 
 def _empty(higher_is_better: bool | None, spread: float | None) -> Metric:
     return Metric(value=float("nan"), higher_is_better=higher_is_better, n=0, spread=spread)
+
+
+def _with_interval(
+    value: float,
+    higher_is_better: bool | None,
+    n: int,
+    spread: float | None,
+    confidence: float,
+    resample: Callable[[], tuple[float, float, float] | None],
+) -> Metric:
+    """The bootstrap tail both helpers share: ``value`` over ``n >= 1`` instances as a ``Metric`` with its interval.
+
+    One instance: the interval is ``(value, value)`` and there is no standard error, and ``resample`` is not called
+    (no random number is drawn). Otherwise ``resample()`` returns ``(low, high, stderr)``, or None when the values
+    (or the resampled statistics) are all equal: the interval is then ``(value, value)`` with a standard error of 0.
+    """
+    if n == 1:
+        return Metric(value, higher_is_better, value, value, None, n, spread, confidence)
+    interval = resample()
+    if interval is None:
+        return Metric(value, higher_is_better, value, value, 0.0, n, spread, confidence)
+    low, high, stderr = interval
+    return Metric(value, higher_is_better, low, high, stderr, n, spread, confidence)
 
 
 def mean_metric(
@@ -62,23 +87,23 @@ def mean_metric(
         return _empty(higher_is_better, spread)
     if not np.all(np.isfinite(data)):
         raise ValueError("mean_metric got a non-finite value")
-    value = float(np.mean(data))
-    if n == 1:
-        return Metric(value, higher_is_better, value, value, None, n, spread, confidence)
-    stderr = sample_std(data) / math.sqrt(n)
-    if np.all(data == data[0]):
-        return Metric(value, higher_is_better, value, value, 0.0, n, spread, confidence)
-    result = scipy.stats.bootstrap(
-        (data,),
-        np.mean,
-        n_resamples=n_resamples,
-        confidence_level=confidence,
-        method="percentile",
-        vectorized=True,
-        **{_RNG_KWARG: rng},
-    )
-    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-    return Metric(value, higher_is_better, low, high, stderr, n, spread, confidence)
+
+    def resample() -> tuple[float, float, float] | None:
+        if np.all(data == data[0]):
+            return None
+        stderr = sample_std(data) / math.sqrt(n)
+        result = scipy.stats.bootstrap(
+            (data,),
+            np.mean,
+            n_resamples=n_resamples,
+            confidence_level=confidence,
+            method="percentile",
+            vectorized=True,
+            **{_RNG_KWARG: rng},
+        )
+        return float(result.confidence_interval.low), float(result.confidence_interval.high), stderr
+
+    return _with_interval(float(np.mean(data)), higher_is_better, n, spread, confidence, resample)
 
 
 def sample_std(values: NDArray[Any]) -> float:
@@ -120,16 +145,33 @@ def bootstrap_metric(
     if n == 0:
         return _empty(higher_is_better, spread)
     value = float(statistic(*arrays))
-    if n == 1:
-        return Metric(value, higher_is_better, value, value, None, n, spread, confidence)
-    indices = rng.integers(0, n, size=(n_resamples, n))
-    boot = np.array([float(statistic(*(a[idx] for a in arrays))) for idx in indices])
-    if np.all(boot == boot[0]):
-        return Metric(value, higher_is_better, value, value, 0.0, n, spread, confidence)
-    alpha = (1.0 - confidence) / 2.0
-    low, high = (float(x) for x in np.quantile(boot, [alpha, 1.0 - alpha]))
-    stderr = sample_std(boot)
-    return Metric(value, higher_is_better, low, high, stderr, n, spread, confidence)
+
+    def resample() -> tuple[float, float, float] | None:
+        indices = rng.integers(0, n, size=(n_resamples, n))
+        boot = np.array([float(statistic(*(a[idx] for a in arrays))) for idx in indices])
+        if np.all(boot == boot[0]):
+            return None
+        alpha = (1.0 - confidence) / 2.0
+        low, high = (float(x) for x in np.quantile(boot, [alpha, 1.0 - alpha]))
+        return low, high, sample_std(boot)
+
+    return _with_interval(value, higher_is_better, n, spread, confidence, resample)
+
+
+def split_half(items: Sequence[T], rng: np.random.Generator) -> tuple[list[T], list[T]]:
+    """One random split of ``items`` (e.g. an input's human references) into two disjoint halves: A has
+    ``len(items) // 2`` of them, B the rest, each half in the items' original order.
+
+    It draws exactly one ``rng.permutation(len(items))``: A is the items at the permutation's first
+    ``len(items) // 2`` positions, B those at the others. A split-half human control calls it once per split with
+    the instance's ``rng`` (scores a second human population: half B against half A, as the model against all).
+
+    >>> split_half(["a", "b", "c", "d", "e"], np.random.default_rng(0))
+    (['c', 'e'], ['a', 'b', 'd'])
+    """
+    order = rng.permutation(len(items))
+    half = len(items) // 2
+    return [items[int(i)] for i in np.sort(order[:half])], [items[int(i)] for i in np.sort(order[half:])]
 
 
 def split_spread(per_split: Sequence[float] | ArrayLike) -> float | None:

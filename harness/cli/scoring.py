@@ -32,7 +32,11 @@ def add_score(sub: Any) -> None:
         help="an exact list (recorded arguments kept) or +NAME/-NAME changes to the run's list (harness ls scorers)",
     )
     p.add_argument("--task-args", help="SCORER.KEY=value,... overriding scorer arguments")
-    p.add_argument("--tasks", help="comma-separated tasks of the run to score (default: all)")
+    p.add_argument(
+        "--tasks",
+        help="comma-separated tasks of the run to score (default: all); a generation task's name finds its decoding "
+        "variant (TASK@ancestral) when the run has only that one",
+    )
     p.add_argument("--output-dir", help="where the new results go (default: RUN_DIR/rescored)")
     p.add_argument("--data-dir", help="data root (default: the run's, else $HARNESS_DATA_DIR, else the user cache)")
     p.add_argument("--full-table", action="store_true", help=FULL_TABLE_HELP)

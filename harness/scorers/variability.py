@@ -54,7 +54,7 @@ from harness.scorers.probes.semantic import EmbeddingProbe
 from harness.scorers.probes.syntactic import PosNgramProbe
 from harness.scoring import Metric, ScorerUnavailable
 from harness.seeding import metric_rngs
-from harness.stats import mean_metric, split_spread
+from harness.stats import mean_metric, split_half, split_spread
 
 #: The seed the original study re-seeded its generator with for every input.
 PAPER_SEED = 42
@@ -112,11 +112,12 @@ def mean_gap(a: np.ndarray, b: np.ndarray) -> float | None:
 
 
 def control_halves(n: int, rng: np.random.Generator, n_splits: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``n_splits`` seeded splits of ``n`` references into disjoint halves of ``floor(n/2)`` and ``ceil(n/2)``."""
+    """``n_splits`` seeded splits of ``n`` references into disjoint halves of ``floor(n/2)`` and ``ceil(n/2)``: the
+    references' indices, in order (``harness.api.split_half`` of ``range(n)``, one permutation per split)."""
     halves = []
     for _ in range(n_splits):
-        order = rng.permutation(n)
-        halves.append((np.sort(order[: n // 2]), np.sort(order[n // 2 :])))
+        a, b = split_half(range(n), rng)
+        halves.append((np.array(a, dtype=np.int64), np.array(b, dtype=np.int64)))
     return halves
 
 
