@@ -15,12 +15,14 @@ harness.options.OptionError: --model-args: unknown option 'm' (accepted: greedy,
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import yaml
 
 from harness.errors import HarnessError, one_line, shorten, shorten_repr
 
@@ -349,8 +351,60 @@ class Options:
         return self.parse(given, owner, noun="argument")
 
     def describe(self) -> list[str]:
-        """One line per option: name, type, default, help (what ``harness ls ... --options`` prints)."""
-        return [f"{o.name}\t{o.type_name()}\tdefault {o.default!r}\t{o.help}".rstrip() for o in self]
+        """One line per option: name, type, default (as a task file writes it, :func:`yaml_text`), help (what
+        ``harness ls ... --options`` prints)."""
+        return [f"{o.name}\t{o.type_name()}\tdefault {yaml_text(o.default)}\t{o.help}".rstrip() for o in self]
+
+
+def yaml_text(value: Any) -> str:
+    """``value`` as a user writes it in a task file: one line of YAML (flow style), which reads back as ``value``.
+
+    ``None`` is ``null``, booleans ``true``/``false``, a tuple or list ``[a, b]``, a mapping ``{key: value}``, a
+    string plain where YAML reads it back as that string and quoted where it would not (``'{source}'``, ``'\\n'``,
+    ``''``). A dataclass default is shown in the form the option accepts: its ``given`` text where it keeps what a
+    task file wrote (a generic loader's field: a column name or a template), else a mapping of the fields that
+    differ from their own defaults.
+
+    >>> [yaml_text(v) for v in (None, True, 0.95, "paper", "{source}", "", (1, 2), {"a": [None]})]
+    ['null', 'true', '0.95', 'paper', "'{source}'", "''", '[1, 2]', '{a: [null]}']
+    >>> print(yaml_text("{context}\\n"))
+    "{context}\\n"
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (np.integer, np.floating)):
+        value = value.item()
+    if isinstance(value, (int, float, str)):
+        # Double quotes where the text holds a line break or another control character (``"\\n"``).
+        style = '"' if isinstance(value, str) and not value.isprintable() else None
+        dumped = yaml.safe_dump(value, default_style=style, width=math.inf, allow_unicode=True)
+        return dumped.removesuffix("\n").removesuffix("\n...")
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        given = getattr(value, "given", None)
+        if isinstance(given, str):
+            return yaml_text(given)
+        changed = {
+            f.name: getattr(value, f.name)
+            for f in dataclasses.fields(value)
+            if f.repr and getattr(value, f.name) != _field_default(f)
+        }
+        return yaml_text(changed)
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{yaml_text(str(k))}: {yaml_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = sorted(value, key=str) if isinstance(value, (set, frozenset)) else value
+        return "[" + ", ".join(yaml_text(v) for v in items) + "]"
+    return yaml_text(str(value))
+
+
+def _field_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default is not dataclasses.MISSING:
+        return f.default
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return dataclasses.MISSING
 
 
 def parse_key_values(text: str | None, where: str) -> dict[str, str]:

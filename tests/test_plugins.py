@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+import yaml
 
 from harness import hookspecs
 from harness.errors import HarnessError
@@ -181,11 +182,46 @@ def test_ls_options_prints_every_option_with_type_and_default(capsys: pytest.Cap
     out = capsys.readouterr().out
     # provo-paper's own values are shown as its defaults.
     paper = re.split(r"\n(?=\S)", out.split("provo-paper\t")[1])[0]
-    assert "    mode\texact | paper | whole\tdefault 'paper'" in paper
+    assert "    mode\texact | paper | whole\tdefault paper" in paper
     assert main(["ls", "models", "--options"]) == 0
     out = capsys.readouterr().out
-    assert "    block_size\tint >= 1\tdefault 4" in out and "    trust_remote_code\tbool\tdefault False" in out
+    assert "    block_size\tint >= 1\tdefault 4" in out and "    trust_remote_code\tbool\tdefault false" in out
     assert main(["ls", "scorers", "--options"]) == 0
     assert "    n_bins\tint >= 1\tdefault 10" in capsys.readouterr().out
     assert main(["ls", "loaders", "--options"]) == 0
     assert "    text_ids\t" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("what", ["tasks", "scorers", "models", "loaders", "classifiers", "kinds"])
+def test_ls_options_prints_each_default_as_a_task_file_writes_it(what: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every default is one line of YAML that reads back as the value (a generic loader's field default as the
+    text a task file gives it, not a Python repr)."""
+    from harness.cli import main
+
+    assert main(["ls", what, "--options"]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split("\t") for line in out.splitlines() if line.startswith("    ") and line.count("\t") >= 2]
+    assert rows
+    for row in rows:
+        text = row[2].removeprefix("default ")
+        assert not re.search(r"\w\(|^None$|^True$|^False$|^\(", text), row
+        yaml.safe_load(text)
+    if what == "loaders":
+        assert "    language\ttext | template\tdefault en\t" in out
+        assert "    description\ttext | template\tdefault ''\t" in out
+
+
+def test_yaml_text_reads_back_as_the_value() -> None:
+    from harness.options import yaml_text
+
+    values = [None, True, False, 0, 0.95, 1e-05, "paper", "", "{source}", "{context}\n", "yes", "1", [], {}]
+    values += [["\n"], ("ancestral",), {"a": 1, "b": [None, "x: y"]}]
+    for value in values:
+        back = yaml.safe_load(yaml_text(value))
+        assert back == (list(value) if isinstance(value, tuple) else value), (value, yaml_text(value))
+    assert [yaml_text(v) for v in (None, False, "{context}\n", ("a", "b"))] == [
+        "null",
+        "false",
+        '"{context}\\n"',
+        "[a, b]",
+    ]
