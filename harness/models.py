@@ -68,6 +68,14 @@ class ModelAdapter:
     extras: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, spec: ModelSpec) -> None:
+        """Built once per run (once per worker) as ``AdapterClass(spec)``, with nothing but the ``ModelSpec``, after
+        the tasks' request kinds were checked against ``supported_requests`` and :meth:`refusal`.
+
+        A subclass calls ``super().__init__(spec)`` first (it sets ``self.spec`` and ``self.group_size = 1``), then
+        parses its arguments (``self.options.parse(spec.args, f"--model-args for {spec.label}")``), may set
+        ``self.group_size`` to a positive integer, and loads the model (a failure: ``ModelLoadError`` or
+        ``HarnessError`` with one line). The runner reads ``group_size`` once the adapter is built.
+        """
         self.spec = spec
         #: How many requests the runner hands over at once (``sample_words_many``). The runner forms these groups
         #: as fixed blocks of the instance list, so an adapter whose numerics depend on the group still gives

@@ -25,6 +25,10 @@ def derive_rng(*parts: object) -> np.random.Generator:
 def metric_rngs(rng: np.random.Generator) -> Callable[[str], np.random.Generator]:
     """One independent bootstrap generator per metric name, all derived from one draw of ``rng``.
 
+    It draws one integer from ``rng`` and returns a function: ``rngs = metric_rngs(rng)``, then ``rngs("ttr_gap")``
+    is that metric's generator (a fresh one on each call, seeded from the draw and the name, so one name always
+    gives the same stream). A scorer's ``aggregate`` passes ``rngs(name)`` to ``mean_metric`` for each metric.
+
     Keying the bootstrap by metric name (rather than drawing every metric from one shared stream) makes a
     human metric's CI identical in a human-only run and in a model run, where model metrics come first.
     """
