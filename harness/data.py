@@ -40,7 +40,9 @@ class LoadedData:
 
 
 class Loader(Protocol):
-    """A data loader: ``options`` is the task YAML's ``data`` mapping; ``data_dir`` the resolved data root."""
+    """A data loader: ``options`` is the task YAML's ``data`` mapping, as ``takes_options`` hands it on (checked,
+    converted and with every declared option present, at its default when not given); ``data_dir`` the resolved
+    data root."""
 
     def __call__(self, options: Mapping[str, Any], data_dir: Path) -> LoadedData: ...
 
@@ -60,11 +62,14 @@ def takes_options(
     The decorated loader has ``options`` (for ``harness ls loaders --options``); when called, it first checks the
     given mapping with ``options.parse`` (an unknown key or a bad value is a one-line ``OptionError`` naming the
     option, ``data options of loader 'provo': unknown option 'text_id' (accepted: ...)``), then calls the loader
-    with the mapping as given, so the loader applies its own defaults and records what it was given. ``name`` is
-    the loader's name in messages (default: the function's name without ``load_``)::
+    with what ``parse`` returned: every declared option, converted, the ones not given at their declared default.
+    The loader reads ``options["name"]`` and repeats neither defaults nor checks, so the default ``harness ls
+    loaders --options`` shows is the one the loader uses. ``name`` is the loader's name in messages (default: the
+    function's name without ``load_``)::
 
         @takes_options(Options(Option("path", text, "provo", "folder under the data root")))
-        def load_provo(options, data_dir): ...
+        def load_provo(options, data_dir):
+            root = data_dir / options["path"]  # "provo" when the task gives no path
 
     ``check_data``, when given, is what ``harness validate`` runs on the task's data (its first rows): loaders of
     users' own data sets use it so that a mapping is checked before a run.
@@ -78,8 +83,7 @@ def takes_options(
         def checked(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
             if not isinstance(options, Mapping):
                 raise HarnessError(f"{where}: expected a mapping of options, got {shorten(options)}")
-            declared.parse(options, where)
-            loaded = loader(options, data_dir)
+            loaded = loader(declared.parse(options, where), data_dir)
             if not loaded.instances:
                 raise HarnessError(f"{where}: found no instances in {_read_from(loaded, data_dir)}")
             return loaded

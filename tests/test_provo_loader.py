@@ -16,13 +16,16 @@ import os
 import re
 import shutil
 import urllib.error
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from harness.data import LoadedData
+from harness.data import LoadedData, takes_options
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import ClozeInstance
+from harness.options import Option, OptionError, Options, positive_int, text
 from harness.plugins.loaders import provo
 from harness.plugins.loaders.provo import load_provo
 from harness.text import normalise_word
@@ -177,6 +180,25 @@ def test_auto_prefers_the_official_release(tmp_path: Path) -> None:
     assert load_provo({}, tmp_path).source["format"] == "official"
     with pytest.raises(HarnessError, match=r"found no instances in .*provo_positions\.jsonl"):
         load_provo({"format": "positions_jsonl"}, tmp_path)
+
+
+def test_a_loader_receives_its_parsed_options_with_every_default(tmp_path: Path) -> None:
+    """``takes_options`` hands the loader what ``Options.parse`` returns: converted, every declared option present,
+    at its declared default when not given (so a loader repeats no default, and ``--options`` shows the one used)."""
+    got: list[Mapping[str, Any]] = []
+
+    @takes_options(Options(Option("n", positive_int, 3, "how many"), Option("name", text, "x", "a name")))
+    def load_tiny(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
+        got.append(options)
+        return LoadedData([ClozeInstance(id="1", context="a", target="b", human_counts={"b": 1})], "sha256:0")
+
+    load_tiny({}, tmp_path)
+    load_tiny({"n": "5"}, tmp_path)
+    assert got == [{"n": 3, "name": "x"}, {"n": 5, "name": "x"}]
+    assert type(got[1]["n"]) is int
+    with pytest.raises(OptionError, match=r"data options of loader 'tiny': option 'n': expected a positive integer"):
+        load_tiny({"n": 0}, tmp_path)
+    assert len(got) == 2  # a bad value never reaches the loader
 
 
 def test_repair_mac_roman_restores_the_apostrophe() -> None:

@@ -51,19 +51,9 @@ def load_asset(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     Options: ``path`` (default ``asset``); ``split`` (``valid`` or ``test``, required: ASSET has no train split);
     ``format`` (``auto`` prefers the official text files, then the JSONL; ``official``; ``jsonl``).
     """
-    split = options.get("split")
-    if split not in SPLITS:
-        raise HarnessError(
-            f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {shorten_repr(split)}"
-        )
-    fmt = options.get("format", "auto")
-    if fmt not in FORMATS:
-        raise HarnessError(
-            f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {shorten_repr(fmt)}"
-        )
-    sub = options.get("path", DEFAULT_PATH)
-    if not isinstance(sub, str) or not sub:
-        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {shorten_repr(sub)}")
+    split, fmt, sub = options["split"], options["format"], options["path"]
+    if split is None:  # required: OPTIONS checks a given split, not that one is given
+        raise HarnessError(f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got None")
     root = data_dir / sub
     official = [root / "dataset" / f"asset.{split}.orig"] + [
         root / "dataset" / f"asset.{split}.simp.{k}" for k in range(N_REFS)

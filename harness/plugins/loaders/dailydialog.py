@@ -51,14 +51,7 @@ def load_dailydialog_pp(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     Giulianelli et al. (2023) used, or ``test``). ``train`` is not offered: it is the split models are tuned
     on, and its file was not available where this loader was written, so it could not be checked.
     """
-    split = options.get("split", "dev")
-    if split not in SPLITS:
-        raise HarnessError(
-            f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {shorten_repr(split)}"
-        )
-    sub = options.get("path", DEFAULT_PATH)
-    if not isinstance(sub, str) or not sub:
-        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {shorten_repr(sub)}")
+    split, sub = options["split"], options["path"]
     path = data_dir / sub / "dataset" / f"{split}.json"
     if not path.is_file():
         raise DataNotFoundError(

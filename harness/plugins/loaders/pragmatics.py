@@ -103,21 +103,8 @@ def load_pragmatics_mcq(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     Tsvilodub et al.'s ``data_hu_maxims.csv`` have 19 Maxims items), but the human data have all 374 choices for
     it, and the comparison with people is what the data set is for.
     """
-    fmt = options.get("format", "auto")
-    if fmt not in FORMATS:
-        raise HarnessError(
-            f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {shorten_repr(fmt)}"
-        )
-    descriptions = options.get("descriptions", "tsvilodub")
-    if descriptions not in DESCRIPTIONS:
-        raise HarnessError(
-            f"{LOADER} data option 'descriptions': expected one of {', '.join(DESCRIPTIONS)}, "
-            f"got {shorten_repr(descriptions)}"
-        )
-    phenomena = _phenomena(options.get("phenomena"))
-    sub = options.get("path", DEFAULT_PATH)
-    if not isinstance(sub, str) or not sub:
-        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {shorten_repr(sub)}")
+    fmt, descriptions, sub = options["format"], options["descriptions"], options["path"]
+    phenomena = _phenomena(options["phenomena"])
     root = data_dir / sub
     raw_dir, jsonl_path = root / RAW_DIR, root / JSONL_NAME
 
@@ -190,14 +177,10 @@ def load_pragmatics_mcq(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     return LoadedData(instances=instances, data_hash=hash_files(files), source=source_info)
 
 
-def _phenomena(value: object) -> tuple[str, ...]:
-    """The requested phenomena in instance order (all of them for None); see :func:`phenomenon_list`."""
-    if value is None:
+def _phenomena(names: list[str] | None) -> tuple[str, ...]:
+    """The phenomena ``phenomenon_list`` accepted, in instance order (all of them for None)."""
+    if names is None:
         return PHENOMENA
-    try:
-        names = phenomenon_list(value)
-    except ValueError as exc:
-        raise HarnessError(f"{LOADER} data option 'phenomena': {exc}") from None
     return tuple(p for p in PHENOMENA if p in names)
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from harness.data import LoadedData, downloads_allowed, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError, shorten_repr
+from harness.errors import DataNotFoundError, HarnessError
 from harness.files import read_bytes
 from harness.instances import Instance
 from harness.options import Option, Options, one_of, optional
@@ -81,15 +81,11 @@ def load_provo(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     ``max_word_num`` (keep positions up to this word number; word 1 never has cloze data);
     ``repair_mac_roman`` (map ``Õ`` and friends back to the punctuation they were, default false).
     """
-    fmt = options.get("format", "auto")
-    if fmt not in FORMATS:
-        raise HarnessError(f"provo data option 'format': expected one of {', '.join(FORMATS)}, got {shorten_repr(fmt)}")
-    text_ids = _int_list_option(options, "text_ids")
-    max_word_num = _int_option(options, "max_word_num")
-    repair = options.get("repair_mac_roman", False)
-    if not isinstance(repair, bool):
-        raise HarnessError(f"provo data option 'repair_mac_roman': expected true or false, got {shorten_repr(repair)}")
-    root = data_dir / str(options.get("path", "provo"))
+    fmt, sub = options["format"], options["path"]
+    text_ids: list[int] | None = options["text_ids"]
+    max_word_num: int | None = options["max_word_num"]
+    repair: bool = options["repair_mac_roman"]
+    root = data_dir / sub
 
     downloaded_from: str | None = None
     chosen = _choose_format(fmt, root)
@@ -105,7 +101,7 @@ def load_provo(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
         else:
             download_note = " Downloads are off (HARNESS_OFFLINE is set)."
     if chosen is None:
-        raise DataNotFoundError(_not_found_message(fmt, root, options.get("path", "provo")) + download_note)
+        raise DataNotFoundError(_not_found_message(fmt, root, sub) + download_note)
 
     found_format, files = chosen
     source: dict[str, Any] = {"dataset": "provo", "format": found_format, "files": [str(p) for p in files]}
@@ -219,24 +215,3 @@ def _check_norms_header(path: Path) -> None:
     missing = [c for c in OFFICIAL_COLUMNS if c not in header]
     if missing:
         raise HarnessError(f"the response is not the norms CSV (no column {', '.join(missing)})")
-
-
-# ------------------------------------------------------------------------------------------------------ options
-
-
-def _int_option(options: Mapping[str, Any], name: str) -> int | None:
-    value = options.get(name)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise HarnessError(f"provo data option '{name}': expected a positive integer, got {shorten_repr(value)}")
-    return value
-
-
-def _int_list_option(options: Mapping[str, Any], name: str) -> list[int] | None:
-    value = options.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, (list, tuple)) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        raise HarnessError(f"provo data option '{name}': expected a list of integers, got {shorten_repr(value)}")
-    return list(value)

@@ -147,28 +147,11 @@ def load_wmt14_multiref(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     default: ``T, R1 … R10``; ``additional``: ``R1 … R10``; ``first_K``: the first K of ``T, R1 … R10``);
     ``max_references`` (keep the first k of the selected references).
     """
-    pair = options.get("pair")
-    if pair not in PAIRS:
-        raise HarnessError(f"{LOADER} data option 'pair': expected one of {', '.join(PAIRS)}, got {shorten_repr(pair)}")
-    fmt = options.get("format", "auto")
-    if fmt not in FORMATS:
-        raise HarnessError(
-            f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {shorten_repr(fmt)}"
-        )
-    max_refs = options.get("max_references")
-    n_refs = 1 + N_EXTRA
-    if max_refs is not None and (
-        isinstance(max_refs, bool) or not isinstance(max_refs, int) or not 1 <= max_refs <= n_refs
-    ):
-        raise HarnessError(
-            f"{LOADER} data option 'max_references': expected an integer from 1 to {n_refs}, "
-            f"got {shorten_repr(max_refs)}"
-        )
-    selection = options.get("references", DEFAULT_SELECTION)
-    try:
-        reference_selection(selection)
-    except ValueError as exc:
-        raise HarnessError(f"{LOADER} data option 'references': {exc}") from None
+    pair, fmt, sub = options["pair"], options["format"], options["path"]
+    if pair is None:  # required: OPTIONS checks a given pair, not that one is given
+        raise HarnessError(f"{LOADER} data option 'pair': expected one of {', '.join(PAIRS)}, got None")
+    selection: str = options["references"]
+    max_refs: int | None = options["max_references"]
     available = selected_tags(selection)
     if max_refs is not None and max_refs > len(available):
         raise HarnessError(
@@ -177,9 +160,6 @@ def load_wmt14_multiref(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
         )
     tags = available[:max_refs] if max_refs is not None else available
     keep = [REFERENCE_TAGS.index(tag) for tag in tags]
-    sub = options.get("path", DEFAULT_PATH)
-    if not isinstance(sub, str) or not sub:
-        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {shorten_repr(sub)}")
     root = data_dir / sub
     official = root / "original" / f"wmt14-{pair}.extra_refs.gz"
     derived = root / f"wmt14_{pair}_multiref.jsonl"

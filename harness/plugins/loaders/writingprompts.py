@@ -63,7 +63,13 @@ DOWNLOAD_MAX_BYTES = 4 * 1024**3
 
 #: The ``data:`` options of a WritingPrompts task.
 OPTIONS = Options(
-    Option("path", folder, DEFAULT_PATH, "folder under the data root", "str"),
+    Option(
+        "path",
+        folder,
+        None,
+        f"folder under the data root (null: {DEFAULT_PATH}, also looking in {OFFICIAL_DIR}/ at the data root)",
+        "str",
+    ),
     Option("split", one_of(*SPLITS), "test", "which split", " | ".join(SPLITS)),
     Option("format", one_of(*FORMATS), "auto", "auto: the release, else jsonl, else a download", " | ".join(FORMATS)),
     Option(
@@ -87,26 +93,15 @@ def load_writingprompts(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     The raw files are looked for in ``DATA/path/`` and ``DATA/path/writingPrompts/`` and, when ``path`` is not
     given, ``DATA/writingPrompts/`` (where extracting the tarball into the data root puts them).
     """
-    split = options.get("split", "test")
-    if split not in SPLITS:
-        raise HarnessError(
-            f"{LOADER} data option 'split': expected one of {', '.join(SPLITS)}, got {shorten_repr(split)}"
-        )
-    fmt = options.get("format", "auto")
-    if fmt not in FORMATS:
-        raise HarnessError(
-            f"{LOADER} data option 'format': expected one of {', '.join(FORMATS)}, got {shorten_repr(fmt)}"
-        )
-    min_stories = _positive_int(options, "min_stories", DEFAULT_MIN_STORIES) or DEFAULT_MIN_STORIES
-    max_stories = _positive_int(options, "max_stories", None)
-    sub = options.get("path", DEFAULT_PATH)
-    if not isinstance(sub, str) or not sub:
-        raise HarnessError(f"{LOADER} data option 'path': expected a folder name, got {shorten_repr(sub)}")
-    file_name = options.get("file", f"writingprompts_{split}.jsonl")
-    if not isinstance(file_name, str) or not file_name:
-        raise HarnessError(f"{LOADER} data option 'file': expected a file name, got {shorten_repr(file_name)}")
+    split, fmt = options["split"], options["format"]
+    min_stories: int = options["min_stories"] or DEFAULT_MIN_STORIES  # a given null is the default too
+    max_stories: int | None = options["max_stories"]
+    # No path given (null, which a task cannot give): the default folder, and the data root's writingPrompts/ too.
+    path_given = options["path"] is not None
+    sub: str = options["path"] if path_given else DEFAULT_PATH
+    file_name: str = options["file"] or f"writingprompts_{split}.jsonl"
     root = data_dir / sub
-    folders = [root, root / OFFICIAL_DIR] + ([data_dir / OFFICIAL_DIR] if "path" not in options else [])
+    folders = [root, root / OFFICIAL_DIR] + ([] if path_given else [data_dir / OFFICIAL_DIR])
     pairs = [(folder / f"{split}.wp_source", folder / f"{split}.wp_target") for folder in folders]
     derived = root / file_name
 
@@ -133,7 +128,7 @@ def load_writingprompts(options: Mapping[str, Any], data_dir: Path) -> LoadedDat
     if files is None:
         looked = []
         if fmt in ("auto", "official"):
-            also = f"{OFFICIAL_DIR}/" + (f" and {data_dir / OFFICIAL_DIR}/" if "path" not in options else "")
+            also = f"{OFFICIAL_DIR}/" + ("" if path_given else f" and {data_dir / OFFICIAL_DIR}/")
             looked.append(f"{split}.wp_source + {split}.wp_target (there and in {also})")
         if fmt in ("auto", "jsonl"):
             looked.append(file_name)
@@ -335,15 +330,3 @@ def _download_split(root: Path, split: str) -> tuple[Path, Path]:
         with contextlib.suppress(OSError):
             dest.rmdir()  # only succeeds if the download left the folder empty
     return dest / names[1], dest / names[0]
-
-
-# ------------------------------------------------------------------------------------------------------ helpers
-
-
-def _positive_int(options: Mapping[str, Any], name: str, default: int | None) -> int | None:
-    value = options.get(name, default)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise HarnessError(f"{LOADER} data option '{name}': expected a positive integer, got {shorten_repr(value)}")
-    return value

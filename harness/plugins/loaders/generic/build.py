@@ -270,7 +270,12 @@ class GenericLoader:
     check: Callable[[Mapping[str, Any]], None] | None = None
 
     def load(self, options: Mapping[str, Any], data_dir: Path, max_rows: int | None = None) -> LoadedData:
+        """The instances of a task's ``data`` mapping as given (checked and defaulted here)."""
         parsed = self.options.parse(options, f"data options of loader '{self.name}'")
+        return self.load_parsed(parsed, data_dir, max_rows)
+
+    def load_parsed(self, parsed: Mapping[str, Any], data_dir: Path, max_rows: int | None = None) -> LoadedData:
+        """The instances of what ``self.options.parse`` returned (what ``takes_options`` hands the loader)."""
         require(parsed, self.required, self.name)
         if self.check is not None:
             self.check(parsed)
@@ -278,7 +283,7 @@ class GenericLoader:
         by_person = human.participants
         person = human.participant
         table = read_table(
-            options,
+            parsed,
             data_dir,
             self.name,
             max_rows=max_rows,

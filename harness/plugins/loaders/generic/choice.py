@@ -199,4 +199,4 @@ GENERIC = GenericLoader(LOADER, OPTIONS, DEFAULTS, ("text", "options", "human"),
 @takes_options(OPTIONS, name=LOADER, check_data=GENERIC.check_data)
 def load_generic_choice(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """Multiple-choice instances from the rows the options name (``docs/your-data.md``)."""
-    return GENERIC.load(options, data_dir)
+    return GENERIC.load_parsed(options, data_dir)

@@ -122,9 +122,9 @@ def cloze_instance(
 GENERIC = GenericLoader(LOADER, OPTIONS, DEFAULTS, ("human",), cloze_instance, _context_or_passages)
 
 
-def _loader(options: Mapping[str, Any], data_dir: Path) -> tuple[GenericLoader, Passages | None]:
-    """The loader for these options: with ``passages``, one whose instances read the passages, read once here."""
-    parsed = OPTIONS.parse(options, f"data options of loader '{LOADER}'")
+def _loader(parsed: Mapping[str, Any], data_dir: Path) -> tuple[GenericLoader, Passages | None]:
+    """The loader for these parsed options: with ``passages``, one whose instances read the passages, read once
+    here."""
     _context_or_passages(parsed)
     if parsed["passages"] is None:
         return GENERIC, None
@@ -140,14 +140,15 @@ def check_generic_cloze(
     options: Mapping[str, Any], data_dir: Path, prepare: Callable[[LoadedData], LoadedData] | None = None
 ) -> str:
     """``harness validate``'s check (``GenericLoader.check_data``), with the passages read."""
-    return _loader(options, data_dir)[0].check_data(options, data_dir, prepare)
+    parsed = OPTIONS.parse(options, f"data options of loader '{LOADER}'")
+    return _loader(parsed, data_dir)[0].check_data(options, data_dir, prepare)
 
 
 @takes_options(OPTIONS, name=LOADER, check_data=check_generic_cloze)
 def load_generic_cloze(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """Cloze instances from the rows the options name (``docs/your-data.md``)."""
     loader, passages = _loader(options, data_dir)
-    loaded = loader.load(options, data_dir)
+    loaded = loader.load_parsed(options, data_dir)
     if passages is None:
         return loaded
     source = {**loaded.source, "passages": passages.source()}

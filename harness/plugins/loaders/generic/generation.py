@@ -100,4 +100,4 @@ GENERIC = GenericLoader(LOADER, OPTIONS, DEFAULTS, ("human",), generation_instan
 @takes_options(OPTIONS, name=LOADER, check_data=GENERIC.check_data)
 def load_generic_generation(options: Mapping[str, Any], data_dir: Path) -> LoadedData:
     """Generation instances from the rows the options name (``docs/your-data.md``)."""
-    return GENERIC.load(options, data_dir)
+    return GENERIC.load_parsed(options, data_dir)

@@ -187,7 +187,7 @@ SOURCE_OPTIONS = Options(
 
 
 def read_table(
-    options: Mapping[str, Any],
+    parsed: Mapping[str, Any],
     data_dir: Path,
     loader: str,
     *,
@@ -195,10 +195,10 @@ def read_table(
     reshape: Callable[[Table], None] | None = None,
 ) -> Table:
     """The rows the options name (``max_rows``: only the first rows of each file, for ``harness validate``).
+    ``parsed``: the loader's options as its ``Options.parse`` returned them (every ``SOURCE_OPTIONS`` key present).
 
     ``reshape`` (the ``participants`` shape) turns the rows into others after ``columns`` and ``filter`` have seen
     them as read and before ``join`` adds a table's columns to the new rows; without it ``join`` comes first."""
-    parsed = SOURCE_OPTIONS.parse({k: v for k, v in options.items() if k in SOURCE_OPTIONS}, f"loader '{loader}'")
     hub: HubSpec | None = parsed["hub"]
     files: tuple[str, ...] | None = parsed["files"]
     if (hub is None) == (files is None):
