@@ -13,7 +13,8 @@ from typing import Any, ClassVar
 import pytest
 
 import harness.classifiers
-from harness.errors import HarnessError
+from harness import sentence_encoders
+from harness.errors import HarnessError, ModelLoadError
 from harness.hookspecs import hookimpl
 from harness.options import Option, Options, boolean
 from harness.registry import _collect, get_plugin_manager, get_registry
@@ -132,8 +133,22 @@ def test_empty_answers_are_unclassified_without_embedding(offline: MatchThenSimi
 def test_labels_none_disables_label_matching(offline: MatchThenSimilarityClassifier) -> None:
     assert one(offline, "Option 3") == Classification(3, "label")
     # Without labels "Option 3" matches no option text, so it needs the model, which here cannot load.
-    with pytest.raises(HarnessError, match="could not be loaded"):
+    with pytest.raises(HarnessError, match="could not be loaded") as info:
         one(offline, "Option 3", None)
+    cause = info.value.__cause__
+    assert isinstance(info.value, ModelLoadError) and cause is not None
+    assert str(info.value) == (
+        f"answer classifier 'match_similarity': model {offline.model_name!r} (local path: {offline.resolved}) "
+        f"could not be loaded on cpu: {type(cause).__name__}: {cause}"
+    )
+
+
+def test_the_classifier_and_the_semantic_probe_share_one_loaded_model(minilm: MatchThenSimilarityClassifier) -> None:
+    from harness.scorers.probes.semantic import EmbeddingProbe
+
+    probe = EmbeddingProbe(device="cpu")
+    probe.prepare(["a text"], "en")
+    assert minilm._model() is sentence_encoders.loaded(probe.resolved, "cpu") is not None
 
 
 @pytest.mark.parametrize(

@@ -18,6 +18,7 @@ MAX_LINES = 450
 LAYERS: dict[str, int] = {
     "harness.downloads": 1,
     "harness.data_sets": 1,
+    "harness.sentence_encoders": 1,
     "harness.kinds": 2,
     "harness.hookspecs": 3,
     "harness.registry": 3,

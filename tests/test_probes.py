@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness import sentence_encoders
 from harness.scorers.probes import lexical, semantic, spacy_docs
 from harness.scorers.probes.base import ProbeUnavailable
 from harness.scorers.probes.lexical import NgramProbe, distance_matrix, ngram_distance
@@ -277,8 +278,15 @@ def test_semantic_model_resolution() -> None:
 def test_semantic_unavailable_model(tmp_path: Path) -> None:
     pytest.importorskip("sentence_transformers")
     probe = EmbeddingProbe(model=str(tmp_path), device="cpu")
-    with pytest.raises(ProbeUnavailable, match="could not be loaded"):
+    with pytest.raises(ProbeUnavailable, match="could not be loaded") as info:
         probe.prepare(["text"], "en")
+    cause = info.value.__cause__
+    assert cause is not None and not isinstance(cause, sentence_encoders.EncoderLoadError)  # the loader's own error
+    assert str(info.value) == (
+        f"semantic probe: model {str(tmp_path)!r} (local path: {tmp_path.resolve()}) could not be loaded on cpu: "
+        f"{type(cause).__name__}: {cause}"
+    )
+    assert sentence_encoders.loaded(str(tmp_path.resolve()), "cpu") is None  # a failed load is not cached
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -349,7 +357,8 @@ def test_each_text_is_tagged_once(syn: PosNgramProbe) -> None:
 def test_each_text_is_embedded_once(sem: EmbeddingProbe, monkeypatch: pytest.MonkeyPatch) -> None:
     a, b = _unique("The dog barked."), _unique("A bird sang.")
     sem.prepare(["warm-up"], "en")
-    model = semantic._MODELS[(sem.resolved, "cpu")]
+    model = sentence_encoders.loaded(sem.resolved, "cpu")
+    assert model is not None
     calls: list[int] = []
     encode = model.encode
 

@@ -71,12 +71,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from harness import sentence_encoders
+
 # The base class and its item and result types live in the core; they are importable from here too.
 from harness.classifiers import AnswerClassifier, Classification, ClassifyItem
 from harness.errors import ModelLoadError
 from harness.options import Option, Options, optional, positive_int
-from harness.scorers.probes import semantic
-from harness.scorers.probes.semantic import DEFAULT_MODEL, device_spec, model_id, resolve_device, resolve_model
+from harness.scorers.probes.semantic import DEFAULT_MODEL, device_spec, model_id, resolve_model
+from harness.sentence_encoders import resolve_device
 
 #: Cosine an answer needs with its most similar option to be classified by similarity (calibration above).
 DEFAULT_THRESHOLD = 0.25
@@ -212,34 +214,24 @@ class MatchThenSimilarityClassifier(AnswerClassifier):
         self._device: str | None = None
 
     def _model(self) -> Any:
-        """The sentence-transformers model, loaded on first use and shared with the semantic probe per process."""
+        """The sentence-transformers model, loaded on first use and shared with the semantic probe per process
+        (``harness.sentence_encoders``); :class:`ModelLoadError` with the reason when it cannot load."""
         if self._device is None:
             self._device = resolve_device(self.device_name)
-        key = (self.resolved, self._device)
-        if key not in semantic._MODELS:
-            try:
-                from sentence_transformers import SentenceTransformer
-
-                semantic._MODELS[key] = SentenceTransformer(self.resolved, device=self._device)
-            except Exception as exc:  # missing files, no network for a hub id, bad device: all mean "cannot embed"
-                raise ModelLoadError(
-                    f"answer classifier '{self.name}': model {self.model_name!r} ({self.source}: {self.resolved}) "
-                    f"could not be loaded on {self._device}: {type(exc).__name__}: {exc}"
-                ) from exc
-        return semantic._MODELS[key]
+        try:
+            return sentence_encoders.load(self.resolved, self._device)
+        except sentence_encoders.EncoderLoadError as exc:
+            raise ModelLoadError(
+                f"answer classifier '{self.name}': model {self.model_name!r} ({self.source}: {self.resolved}) "
+                f"could not be loaded on {self._device}: {exc}"
+            ) from exc.__cause__
 
     def _embed(self, texts: list[str]) -> dict[str, np.ndarray]:
         unique = list(dict.fromkeys(texts))
         if not unique:
             return {}
-        vectors = self._model().encode(
-            unique,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
-        return dict(zip(unique, np.asarray(vectors, dtype=np.float64), strict=True))
+        vectors = sentence_encoders.encode(self._model(), unique, batch_size=self.batch_size, dtype=np.float64)
+        return dict(zip(unique, vectors, strict=True))
 
     def classify(self, items: list[ClassifyItem]) -> list[Classification]:
         results: list[Classification | None] = []

@@ -7,10 +7,12 @@ any other sentence-transformers model is one ``model`` argument away (a local pa
 task's choice for its language: an English model embeds German text without complaint, so ``describe`` records the
 languages it was used for.
 
-Each distinct (truncated) text is embedded once per model and process (module-level cache shared by every probe
-instance), in batches; ``distances`` is then one matrix product of unit vectors. An empty text is embedded as the
-model embeds it (``[CLS] [SEP]`` for MiniLM), so its distances are defined. Note that the model itself only reads
-the first ``max_seq_length`` tokens of a text (256 for MiniLM); ``describe`` records that limit.
+The model is loaded once per process (``harness.sentence_encoders``, which the embedding answer classifier shares)
+and each distinct (truncated) text is embedded once per probe, that is per run, in batches (a batch's composition
+changes its vectors in the last float bits, so vectors are not shared across runs); ``distances`` is then one
+matrix product of unit vectors. An empty text is embedded as the model embeds it (``[CLS] [SEP]`` for MiniLM), so
+its distances are defined. Note that the model itself only reads the first ``max_seq_length`` tokens of a text (256
+for MiniLM); ``describe`` records that limit.
 """
 
 from __future__ import annotations
@@ -21,11 +23,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from harness import sentence_encoders
 from harness.options import Option, Options, optional, positive_int
 from harness.options import text as text_value
 from harness.scorers.probes.base import Probe, ProbeUnavailable
 from harness.scorers.probes.embedding_models import DEFAULT_MODEL, resolve_model
 from harness.scorers.probes.truncation import Truncator
+from harness.sentence_encoders import resolve_device
 
 #: ``DEFAULT_MODEL`` and ``resolve_model`` live in ``embedding_models`` (the truncator resolves names the same way);
 #: they stay importable from here, where the probe's users (choice classifiers, ``semantic_tvd``) look for them.
@@ -39,18 +43,13 @@ __all__ = [
     "resolve_model",
 ]
 
-#: Loaded models by (resolved name, device), shared per process. Embeddings are cached per probe (that is, per run),
-#: not per process: a batch's composition changes its vectors in the last float bits (about 1e-7), so a process-wide
-#: cache would make a run's numbers depend on what the process embedded before.
-_MODELS: dict[tuple[str, str], Any] = {}
-
 #: Texts embedded in this process (``embedded``), for tests and benchmarks.
 COUNTS: Counter[str] = Counter()
 
 
 def clear_caches() -> None:
-    """Forget every loaded model and cached embedding (for tests)."""
-    _MODELS.clear()
+    """Forget every loaded model and the embedding counts (for tests)."""
+    sentence_encoders.clear()
     COUNTS.clear()
 
 
@@ -66,15 +65,6 @@ def device_spec(value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise ValueError(f"expected 'auto', 'cpu', 'cuda', ..., got {value!r}")
     return value
-
-
-def resolve_device(device: str) -> str:
-    """``auto`` -> ``cuda`` when a GPU is visible, else ``cpu``; anything else as given."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
 
 
 class EmbeddingProbe(Probe):
@@ -123,18 +113,13 @@ class EmbeddingProbe(Probe):
         """The loaded model (shared per process); :class:`ProbeUnavailable` with the reason when it cannot load."""
         if self._device is None:
             self._device = resolve_device(self.device_name)
-        key = (self.resolved, self._device)
-        if key not in _MODELS:
-            try:
-                from sentence_transformers import SentenceTransformer
-
-                _MODELS[key] = SentenceTransformer(self.resolved, device=self._device)
-            except Exception as exc:  # missing files, no network for a hub id, bad device: all mean "cannot embed"
-                raise ProbeUnavailable(
-                    f"semantic probe: model {self.model_name!r} ({self.source}: {self.resolved}) could not be loaded "
-                    f"on {self._device}: {type(exc).__name__}: {exc}"
-                ) from exc
-        return _MODELS[key]
+        try:
+            return sentence_encoders.load(self.resolved, self._device)
+        except sentence_encoders.EncoderLoadError as exc:
+            raise ProbeUnavailable(
+                f"semantic probe: model {self.model_name!r} ({self.source}: {self.resolved}) could not be loaded "
+                f"on {self._device}: {exc}"
+            ) from exc.__cause__
 
     def prepare(self, texts: Sequence[str], language: str) -> None:
         self._languages.add(language)
@@ -143,15 +128,9 @@ class EmbeddingProbe(Probe):
         missing = [t for t in dict.fromkeys(cut) if t not in cache]
         if not missing:
             return
-        vectors = self._model().encode(
-            missing,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        vectors = sentence_encoders.encode(self._model(), missing, batch_size=self.batch_size, dtype=np.float32)
         COUNTS["embedded"] += len(missing)
-        for text, vector in zip(missing, np.asarray(vectors, dtype=np.float32), strict=True):
+        for text, vector in zip(missing, vectors, strict=True):
             cache[text] = vector
 
     def vectors(self, texts: Sequence[str], language: str) -> np.ndarray:
@@ -181,10 +160,5 @@ class EmbeddingProbe(Probe):
             "languages": sorted(self._languages),
             "truncation": self.truncator.describe(),
         }
-        model = _MODELS.get((self.resolved, self._device or ""))
-        if model is not None:
-            # ``get_embedding_dimension`` since sentence-transformers 6; the old name before.
-            dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-            info["dimension"] = dimension()
-            info["max_seq_length"] = model.max_seq_length
+        info.update(sentence_encoders.loaded_info(self.resolved, self._device or ""))
         return info
