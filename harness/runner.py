@@ -22,7 +22,7 @@ from typing import Any
 from harness import __version__
 from harness.data import LoadedData, resolve_data_dir
 from harness.errors import HarnessError
-from harness.executors import Answered, answer_missing
+from harness.executors import Answered, AnswerJob, answer_missing
 from harness.files import WriteError, ensure_output_dir
 from harness.instances import Instance
 from harness.locking import OutputLock
@@ -84,7 +84,7 @@ def _run_locked(
             )
             header = {"task": r.name, "model": options.model.label, "seed": options.seed}
             r.store = ResponseStore(out_dir / "responses" / f"{r.name}-{fingerprint}.jsonl", fingerprint, header)
-        answered = answer_missing(runs, options.model, adapter_cls, out_dir, options.seed, options.executor)
+        answered = answer_missing(AnswerJob(runs, options.model, adapter_cls, out_dir, options.seed, options.executor))
 
     results, samples = score_runs(runs, options, answered.model_info, answered.load_seconds)
     results["config"]["data_dir"] = str(data_dir.resolve())

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.executors import ExecutorOptions
+from harness.executors import AnswerJob, ExecutorOptions
 from harness.executors.pool import answer_with_pool
 from harness.executors.processes import ProcessBackend, visible_gpus
 from harness.executors.ray_driver import plan_workers
@@ -343,7 +343,7 @@ def test_a_worker_never_placed_stops_the_run_with_one_line(tmp_path: Path) -> No
     options = ExecutorOptions("ray", workers=2, placement_timeout=0.3)
     started = time.monotonic()
     with pytest.raises(HarnessError) as caught:
-        answer_with_pool(backend, [], ModelSpec("mock", "m"), MockAdapter, tmp_path, 0, options)  # type: ignore[arg-type]
+        answer_with_pool(backend, AnswerJob([], ModelSpec("mock", "m"), MockAdapter, tmp_path, 0, options))  # type: ignore[arg-type]
     assert 0.3 < time.monotonic() - started < 5
     assert str(caught.value) == (
         "fake: workers 1 and 2 could not be placed in 0.3 s (each asks for 1 CPU and 0.5 GPUs; the fake cluster has "
@@ -358,7 +358,7 @@ def test_the_pool_goes_on_without_a_worker_never_placed(tmp_path: Path, capsys: 
     """A worker still waiting for resources after the timeout is left behind while another worker runs."""
     backend = UnplacedBackend(workers=2, never={1}, load_seconds=0.6)
     options = ExecutorOptions("ray", workers=2, placement_timeout=0.2)
-    answered = answer_with_pool(backend, [], ModelSpec("mock", "m"), MockAdapter, tmp_path, 0, options)  # type: ignore[arg-type]
+    answered = answer_with_pool(backend, AnswerJob([], ModelSpec("mock", "m"), MockAdapter, tmp_path, 0, options))  # type: ignore[arg-type]
     assert answered.execution["worker_restarts"] == 0
     warnings = [line for line in capsys.readouterr().err.splitlines() if line.startswith("warning:")]
     assert warnings == [

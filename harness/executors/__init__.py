@@ -17,12 +17,13 @@ model), :mod:`~harness.executors.local` and :mod:`~harness.executors.pool` with 
 command line use; no module of it imports the package itself.
 """
 
-from harness.executors.base import EXECUTORS, PLACEMENT_SECONDS, Answered, ExecutorOptions
+from harness.executors.base import EXECUTORS, PLACEMENT_SECONDS, Answered, AnswerJob, ExecutorOptions
 from harness.executors.dispatch import answer_missing
 
 __all__ = [
     "EXECUTORS",
     "PLACEMENT_SECONDS",
+    "AnswerJob",
     "Answered",
     "ExecutorOptions",
     "answer_missing",

@@ -1,5 +1,5 @@
-"""What the runner and an executor agree on: the options the user gives (``--executor`` and its settings) and what
-answering leaves besides the stored responses.
+"""What the runner and an executor agree on: the options the user gives (``--executor`` and its settings), the job
+to answer (:class:`AnswerJob`) and what answering leaves besides the stored responses.
 
 Why its own module: every executor module imports these, and the package ``harness.executors`` imports the
 executors; with the shared vocabulary here, below all of them, no executor imports the package (no import circle).
@@ -8,10 +8,15 @@ executors; with the shared vocabulary here, below all of them, no executor impor
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.extras import require_extras
+
+if TYPE_CHECKING:
+    from harness.models import ModelAdapter, ModelSpec
+    from harness.task_run import TaskRun
 
 EXECUTORS = ("local", "ray")
 #: Who needs the ``ray`` extra, in its one-line error (``harness.extras``).
@@ -74,6 +79,27 @@ class ExecutorOptions:
             raise HarnessError(
                 f"placement_timeout: expected a positive number of seconds, got {self.placement_timeout}"
             )
+
+
+@dataclass(frozen=True)
+class AnswerJob:
+    """What an executor is asked to answer, built once by the runner and passed down unchanged: every executor (and
+    the pool's driver) reads what it needs of it. Frozen: no executor rebinds a field (the runs' stores and timings
+    are what answering fills)."""
+
+    #: The tasks' runs whose missing instances get a stored response (their stores open).
+    runs: list[TaskRun]
+    #: The model to load (``--model``, ``--model-args``, ``--device``, ...).
+    model: ModelSpec
+    #: The adapter class that loads and answers it.
+    adapter_cls: type[ModelAdapter]
+    #: The output folder (the responses' and the API cache's parent).
+    out_dir: Path
+    #: The run's seed, from which each block's requests are seeded.
+    seed: int
+    #: ``--executor`` and its settings (which executor answers is :func:`~harness.executors.dispatch.answer_missing`'s
+    #: choice).
+    options: ExecutorOptions
 
 
 @dataclass

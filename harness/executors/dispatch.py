@@ -6,39 +6,26 @@ The executors are imported only when chosen, so a run in this process never impo
 
 from __future__ import annotations
 
-from pathlib import Path
-from typing import TYPE_CHECKING
-
-from harness.executors.base import Answered, ExecutorOptions
+from harness.executors.base import Answered, AnswerJob
 from harness.executors.blocks import anything_missing, stored_model_info
 
-if TYPE_CHECKING:
-    from harness.models import ModelAdapter, ModelSpec
-    from harness.task_run import TaskRun
 
-
-def answer_missing(
-    runs: list[TaskRun],
-    model: ModelSpec,
-    adapter_cls: type[ModelAdapter],
-    out_dir: Path,
-    seed: int,
-    options: ExecutorOptions,
-) -> Answered:
-    """Store a response for every instance of ``runs`` that has none, with the executor ``options`` names.
+def answer_missing(job: AnswerJob) -> Answered:
+    """Store a response for every instance of ``job.runs`` that has none, with the executor ``job.options`` names.
 
     A finished run (every response stored) asks no executor: no model loads, no cluster starts."""
+    runs, options = job.runs, job.options
     if not anything_missing(runs):
         execution = {"executor": options.name, "blocks": {r.name: {"sent": 0} for r in runs}}
         return Answered(stored_model_info(runs), None, None, execution)
     if options.name == "ray":
         from harness.executors.ray_driver import answer_on_ray
 
-        return answer_on_ray(runs, model, adapter_cls, out_dir, seed, options)
+        return answer_on_ray(job)
     if options.workers is not None:
         from harness.executors.processes import answer_in_processes
 
-        return answer_in_processes(runs, model, adapter_cls, out_dir, seed, options)
+        return answer_in_processes(job)
     from harness.executors.local import answer_locally
 
-    return answer_locally(runs, model, adapter_cls, out_dir, seed)
+    return answer_locally(job)

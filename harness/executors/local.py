@@ -6,26 +6,21 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from harness.executors.base import Answered
+from harness.executors.base import Answered, AnswerJob
 from harness.executors.blocks import blocks_in, cut_blocks, stored_model_info
 from harness.progress import progress
 from harness.store import ResponseStore
 
-if TYPE_CHECKING:
-    from harness.models import ModelAdapter, ModelSpec
-    from harness.task_run import TaskRun
 
-
-def answer_locally(
-    runs: list[TaskRun], model: ModelSpec, adapter_cls: type[ModelAdapter], out_dir: Path, seed: int
-) -> Answered:
-    """Answer the missing blocks of ``runs`` in this process (some instance is missing: ``answer_missing``)."""
+def answer_locally(job: AnswerJob) -> Answered:
+    """Answer the missing blocks of ``job.runs`` in this process (some instance is missing: ``answer_missing``);
+    ``job.options`` says nothing here."""
+    runs, seed = job.runs, job.seed
     execution: dict[str, Any] = {"executor": "local", "blocks": {}}
     load_start = time.perf_counter()
-    adapter = adapter_cls(replace(model, cache_dir=out_dir / "api-cache"))
+    adapter = job.adapter_cls(replace(job.model, cache_dir=job.out_dir / "api-cache"))
     load_seconds = time.perf_counter() - load_start
     try:
         info = adapter.info()

@@ -29,21 +29,16 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.errors import HarnessError, one_line
 from harness.executors.backend import Backend, WorkerDied
-from harness.executors.base import Answered, ExecutorOptions
+from harness.executors.base import Answered, AnswerJob
 from harness.executors.blocks import Block, blocks_in, cut_blocks, stored_model_info
 from harness.executors.worker import BlockAnswer
 from harness.executors.worker_counts import WorkerCounts
 from harness.progress import Progress
 from harness.store import ResponseStore
-
-if TYPE_CHECKING:
-    from harness.models import ModelAdapter, ModelSpec
-    from harness.task_run import TaskRun
 
 #: How often (seconds) the driver wakes up to refresh progress while no answer arrives.
 POLL_SECONDS = 2.0
@@ -93,24 +88,11 @@ class Sent:
 class WorkerPool:
     """The workers of one model and the blocks they answer (module docstring)."""
 
-    def __init__(
-        self,
-        backend: Backend,
-        runs: list[TaskRun],
-        model: ModelSpec,
-        adapter_cls: type[ModelAdapter],
-        out_dir: Path,
-        seed: int,
-        options: ExecutorOptions,
-    ) -> None:
+    def __init__(self, backend: Backend, job: AnswerJob) -> None:
         self.backend = backend
         self.name = backend.name
-        self.runs = runs
-        self.model = model
-        self.adapter_cls = adapter_cls
-        self.out_dir = out_dir.resolve()
-        self.seed = seed
-        self.options = options
+        self.job = job
+        self.out_dir = job.out_dir.resolve()
         self.workers, self.cpus, self.gpus = backend.workers, backend.cpus, backend.gpus
         self.slots = [Slot(i) for i in range(self.workers)]
         self.sent: dict[Any, Sent] = {}
@@ -122,7 +104,7 @@ class WorkerPool:
         self.started_workers = 0
         self.restarts = 0
         self.resent = 0
-        self.done_blocks: dict[str, int] = {r.name: 0 for r in runs}
+        self.done_blocks: dict[str, int] = {r.name: 0 for r in self.job.runs}
         self.total_blocks: dict[str, int] = {}
         self.sent_blocks: dict[str, int] = {}
         self.finished_at: dict[str, float] = {}
@@ -138,8 +120,8 @@ class WorkerPool:
 
     # ------------------------------------------------------------------------------------------------- workers
     def _start(self, slot: Slot) -> None:
-        spec = replace(self.model, cache_dir=self.out_dir / "api-cache" / f"{self.name}-worker-{slot.index + 1}")
-        slot.actor = self.backend.start(slot.index, self.adapter_cls, spec, self.threads)
+        spec = replace(self.job.model, cache_dir=self.out_dir / "api-cache" / f"{self.name}-worker-{slot.index + 1}")
+        slot.actor = self.backend.start(slot.index, self.job.adapter_cls, spec, self.threads)
         self.started_workers += 1
         slot.ready, slot.pid, slot.in_flight, slot.serial = False, None, 0, self.started_workers
         slot.placing_since, slot.overdue_told = time.monotonic(), False
@@ -152,7 +134,7 @@ class WorkerPool:
     def _check_placement(self) -> None:
         """Go on without a worker not placed within ``placement_timeout`` seconds while another is placed; stop with
         an error when none is (nothing could ever answer)."""
-        timeout = self.options.placement_timeout
+        timeout = self.job.options.placement_timeout
         now = time.monotonic()
         late = [s for s in self.slots if s.placing_since is not None and now - s.placing_since > timeout]
         if not late:
@@ -186,7 +168,7 @@ class WorkerPool:
             self.first_ready = time.perf_counter()
             self.group_size = int(report["group_size"])
             self.info = report["info"]
-            for r in self.runs:  # before any answer, as locally: a killed run's stores still say which model
+            for r in self.job.runs:  # before any answer, as locally: a killed run's stores still say which model
                 assert isinstance(r.store, ResponseStore)
                 r.store.set_model_info(report["info"])
             self._cut_blocks()
@@ -221,7 +203,7 @@ class WorkerPool:
         self.backend.kill(sent.actor)
         if sent.block is None:
             slot.failed_loads += 1
-            if slot.failed_loads > self.options.max_retries:
+            if slot.failed_loads > self.job.options.max_retries:
                 raise HarnessError(
                     f"{self.name}: worker {slot.index + 1} died {slot.failed_loads} times in a row while loading the "
                     f"model ({one_line(str(exc), 160)}); {self._safe()}"
@@ -229,7 +211,7 @@ class WorkerPool:
         for each in sorted(lost, key=lambda s: s.block.number if s.block else 0, reverse=True):
             assert each.block is not None
             attempt = each.attempt + 1
-            if attempt > self.options.max_retries:
+            if attempt > self.job.options.max_retries:
                 raise HarnessError(
                     f"{self.name}: {each.block.label} was sent {attempt} times and the worker answering it died each "
                     f"time (last: {one_line(str(exc), 160)}); {self._safe()}"
@@ -248,7 +230,7 @@ class WorkerPool:
         self._start(slot)
 
     def _safe(self) -> str:
-        stored = sum(len(r.store.records) for r in self.runs if isinstance(r.store, ResponseStore))
+        stored = sum(len(r.store.records) for r in self.job.runs if isinstance(r.store, ResponseStore))
         return (
             f"the {stored} responses stored so far are safe in {self.out_dir / 'responses'}; run the same command "
             "again to resume"
@@ -257,7 +239,7 @@ class WorkerPool:
     # -------------------------------------------------------------------------------------------------- blocks
     def _cut_blocks(self) -> None:
         assert self.group_size is not None
-        for r in self.runs:
+        for r in self.job.runs:
             todo = cut_blocks(r, self.group_size)
             self.total_blocks[r.name] = blocks_in(r, self.group_size)
             self.sent_blocks[r.name] = len(todo)
@@ -266,13 +248,13 @@ class WorkerPool:
             if not todo:
                 self.finished_at[r.name] = 0.0
         total = sum(len(block.instances) for block, _ in self.queue)
-        self.progress = Progress(total, f"{self.model.label} {self.backend.where()}", "instance")
+        self.progress = Progress(total, f"{self.job.model.label} {self.backend.where()}", "instance")
 
     def _send(self) -> None:
         for slot in self.slots:
             while slot.ready and slot.in_flight < self.backend.in_flight and self.queue:
                 block, attempt = self.queue.popleft()
-                seeds, requests = block.requests(self.seed)
+                seeds, requests = block.requests(self.job.seed)
                 ref = self.backend.call(slot.actor, "answer", block.run.task.kind, requests)
                 self.sent[ref] = Sent(slot, slot.actor, block, attempt, seeds, requests)
                 slot.in_flight += 1
@@ -327,7 +309,7 @@ class WorkerPool:
                     else:
                         self._answered(sent, value)
                 self._check_placement()
-            for r in self.runs:
+            for r in self.job.runs:
                 r.timing["requests_seconds"] = round(self.finished_at.get(r.name, 0.0), 3)
         finally:
             if self.progress is not None:
@@ -395,22 +377,14 @@ def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
     return "no difference"
 
 
-def answer_with_pool(
-    backend: Backend,
-    runs: list[TaskRun],
-    model: ModelSpec,
-    adapter_cls: type[ModelAdapter],
-    out_dir: Path,
-    seed: int,
-    options: ExecutorOptions,
-) -> Answered:
-    """Answer the missing blocks of ``runs`` with ``backend``'s workers (some instance is missing:
+def answer_with_pool(backend: Backend, job: AnswerJob) -> Answered:
+    """Answer the missing blocks of ``job.runs`` with ``backend``'s workers (some instance is missing:
     ``answer_missing``). The workers are stopped whatever happens; the model load reported is the slowest worker's."""
-    pool = WorkerPool(backend, runs, model, adapter_cls, out_dir, seed, options)
+    pool = WorkerPool(backend, job)
     try:
         pool.run()
         api_calls = pool.run_stats()
     finally:
         pool.close()
     load = max(pool.load_seconds) if pool.load_seconds else None
-    return Answered(stored_model_info(runs), load, api_calls, pool.execution())
+    return Answered(stored_model_info(job.runs), load, api_calls, pool.execution())

@@ -30,19 +30,17 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from multiprocessing.connection import wait as wait_for
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.executors.backend import WorkerDied
-from harness.executors.base import Answered, ExecutorOptions
+from harness.executors.base import Answered, AnswerJob, ExecutorOptions
 from harness.executors.pool import answer_with_pool, threads_per_worker
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
     from harness.models import ModelAdapter, ModelSpec
-    from harness.task_run import TaskRun
 
 #: Seconds an idle worker is given to exit after its pipe closes, before it is killed.
 EXIT_SECONDS = 5.0
@@ -260,16 +258,10 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def answer_in_processes(
-    runs: list[TaskRun],
-    model: ModelSpec,
-    adapter_cls: type[ModelAdapter],
-    out_dir: Path,
-    seed: int,
-    options: ExecutorOptions,
-) -> Answered:
-    """Answer the missing blocks of ``runs`` in ``options.workers`` child processes (``answer_missing``)."""
-    backend = ProcessBackend(options, visible_gpus(model.device) if (options.workers or 1) > 1 else [])
+def answer_in_processes(job: AnswerJob) -> Answered:
+    """Answer the missing blocks of ``job.runs`` in ``job.options.workers`` child processes (``answer_missing``)."""
+    options = job.options
+    backend = ProcessBackend(options, visible_gpus(job.model.device) if (options.workers or 1) > 1 else [])
     cpus = os.cpu_count() or 1
     if backend.workers * threads_per_worker(backend.cpus) > cpus:
         print(
@@ -277,7 +269,7 @@ def answer_in_processes(
             f"{cpus} CPUs; fewer workers or threads answer faster",
             file=sys.stderr,
         )
-    return answer_with_pool(backend, runs, model, adapter_cls, out_dir, seed, options)
+    return answer_with_pool(backend, job)
 
 
 def visible_gpus(device: str) -> list[str]:

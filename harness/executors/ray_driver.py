@@ -11,19 +11,17 @@ import logging
 import os
 import sys
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError, one_line
 from harness.executors.backend import WorkerDied
-from harness.executors.base import RAY_NEEDED_BY, Answered, ExecutorOptions
+from harness.executors.base import RAY_NEEDED_BY, Answered, AnswerJob, ExecutorOptions
 from harness.executors.pool import answer_with_pool
 from harness.executors.worker import ModelWorker
 from harness.extras import require_extras
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter, ModelSpec
-    from harness.task_run import TaskRun
 
 #: Environment variables the workers get from the driver (those that change what a worker does, not secrets).
 FORWARDED_PREFIXES = ("HARNESS_",)
@@ -167,19 +165,12 @@ class RayBackend:
         return f"the Ray cluster has {_resources_text(free)} free (of {_resources_text(total)})"
 
 
-def answer_on_ray(
-    runs: list[TaskRun],
-    model: ModelSpec,
-    adapter_cls: type[ModelAdapter],
-    out_dir: Path,
-    seed: int,
-    options: ExecutorOptions,
-) -> Answered:
-    """Answer the missing blocks of ``runs`` on Ray (some instance is missing: ``answer_missing``)."""
+def answer_on_ray(job: AnswerJob) -> Answered:
+    """Answer the missing blocks of ``job.runs`` on Ray (some instance is missing: ``answer_missing``)."""
     connecting = time.perf_counter()
-    ray = connect(options.ray_address)
+    ray = connect(job.options.ray_address)
     connect_seconds = time.perf_counter() - connecting
-    backend = RayBackend(ray, options, model)
-    answered = answer_with_pool(backend, runs, model, adapter_cls, out_dir, seed, options)
+    backend = RayBackend(ray, job.options, job.model)
+    answered = answer_with_pool(backend, job)
     answered.execution["connect_seconds"] = round(connect_seconds, 3)
     return answered
