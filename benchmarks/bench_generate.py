@@ -10,11 +10,12 @@ For each group of ``--group-size`` inputs (64, as ``harness run`` hands them to 
 
 The two run interleaved, group by group, so a change of machine load during the run hits both. Both stop a sample at
 end-of-sequence, at the stop string (a newline) or after ``max_new_tokens``; tokens generated are counted by the same
-rule for both (``harness.plugins.hf.generation_text.scan_row``: up to and including the end-of-sequence or stop token).
-The batched generator's decoding passes read each prompt's keys/values through ``harness.plugins.hf.prefix_attention``;
-``generate`` runs through the same registered attention, which is transformers' ``sdpa`` for any pass without a
-prefix layout. (Until 2026-11-25 this script switched the model to ``sdpa`` for ``generate``, which made the batched
-generator ignore its prompts; the generator now switches the attention back before every batch.)
+rule for both (``harness.plugins.hf.generate.text.scan_row``: up to and including the end-of-sequence or stop token).
+The batched generator's decoding passes read each prompt's keys/values through
+``harness.plugins.hf.shared.prefix_attention``; ``generate`` runs through the same registered attention, which is
+transformers' ``sdpa`` for any pass without a prefix layout. (Until 2026-11-25 this script switched the model to
+``sdpa`` for ``generate``, which made the batched generator ignore its prompts; the generator now switches the attention
+back before every batch.)
 
 Example (the measurement ``docs/generation.md`` reports)::
 
@@ -41,10 +42,10 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from harness.plugins.hf.adapter import DEFAULT_CONTEXTS_PER_PASS  # noqa: E402
-from harness.plugins.hf.generation_text import scan_row  # noqa: E402
-from harness.plugins.hf.generator import DEFAULT_BATCH_SIZE, BatchGenerator  # noqa: E402
-from harness.plugins.hf.loading import load_hf_model  # noqa: E402
-from harness.plugins.hf.tokens import ContinuationDecoder  # noqa: E402
+from harness.plugins.hf.generate.generator import DEFAULT_BATCH_SIZE, BatchGenerator  # noqa: E402
+from harness.plugins.hf.generate.text import scan_row  # noqa: E402
+from harness.plugins.hf.loading.model import load_hf_model  # noqa: E402
+from harness.plugins.hf.shared.tokens import ContinuationDecoder  # noqa: E402
 from harness.requests import GenerateRequest  # noqa: E402
 
 PROMPT = "Simplify the following sentence.\nSentence: {source}\nSimplified sentence:"

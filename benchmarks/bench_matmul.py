@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from harness.plugins.hf.loading import load_hf_model  # noqa: E402
+from harness.plugins.hf.loading.model import load_hf_model  # noqa: E402
 
 
 def linear_shapes(model: torch.nn.Module) -> Counter[tuple[int, int]]:

@@ -6,8 +6,8 @@ built from its config at about the same size (``--size``: 135m is SmolLM2-135M's
 trie level is replayed on it: ``--rows`` rows continuing a ``--context``-token context by ``--suffix`` tokens (a
 Provo level: ~40 context tokens, rows one to a few tokens past it). Reported per family: milliseconds per pass on
 each path, milliseconds per evaluated position (row) on the fast path, and its ratio to llama's (SmolLM2's family)
-at the same size. Families the shared-prefix attention does not serve (``harness.plugins.hf.prefix_attention``) show
-only the plain path.
+at the same size. Families the shared-prefix attention does not serve (``harness.plugins.hf.shared.prefix_attention``)
+show only the plain path.
 
     .venv/bin/python benchmarks/bench_model_families.py --size 135m --rows 256
     .venv/bin/python benchmarks/bench_model_families.py --size 1b --rows 512 --device cuda --dtype bfloat16
@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from harness.plugins.hf import prefix_attention as pa  # noqa: E402
+from harness.plugins.hf.shared import prefix_attention as pa  # noqa: E402
 
 #: hidden, layers, heads, kv heads, intermediate, vocabulary.
 SIZES = {

@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from harness.plugins.hf.loading import load_hf_model  # noqa: E402
-from harness.plugins.hf.next_token_head import NextTokenHead  # noqa: E402
+from harness.plugins.hf.loading.model import load_hf_model  # noqa: E402
+from harness.plugins.hf.shared.next_token_head import NextTokenHead  # noqa: E402
 
 
 def timed(step: Callable[[], torch.Tensor], reps: int) -> tuple[float, float]:

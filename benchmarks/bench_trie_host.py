@@ -33,8 +33,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from harness.plugins.hf import draws, word_sampler  # noqa: E402
-from harness.plugins.hf.loading import load_hf_model  # noqa: E402
+from harness.plugins.hf.loading.model import load_hf_model  # noqa: E402
+from harness.plugins.hf.shared import draws  # noqa: E402
+from harness.plugins.hf.trie import word_sampler  # noqa: E402
 from harness.requests import SampleWordsRequest  # noqa: E402
 
 
@@ -55,7 +56,7 @@ def _timed(owner: Any, name: str, key: str, seconds: dict[str, float], sync: Cal
 def _classify(sampler: Any) -> dict[str, int]:
     """Counts, as ``sampler`` decodes every child, the drawn children and those bulk counting would fold: the
     criterion of ``TrieWordSampler._draw`` (its own ``_word_on_space`` and ``_space_mask``) applied one by one."""
-    from harness.plugins.hf.word_boundaries import word_on_space
+    from harness.plugins.hf.shared.word_boundaries import word_on_space
 
     counts = {"drawn_children": 0, "foldable_children": 0}
     child = sampler._child

@@ -45,8 +45,8 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_model_families import FAMILIES, SIZES, config_for  # noqa: E402
-from harness.plugins.hf.prefix_rows import PREFIX_LAYOUTS  # noqa: E402
-from harness.plugins.hf.static_pass import PASS_CAPTURES  # noqa: E402
+from harness.plugins.hf.trie.prefix_rows import PREFIX_LAYOUTS  # noqa: E402
+from harness.plugins.hf.trie.static_pass import PASS_CAPTURES  # noqa: E402
 
 #: Positions a full Provo run of SmolLM2-135M-Instruct ran through the model (n = 1,000, exact mode: context tokens of
 #: the passes that encoded them plus every trie node; ``benchmarks/count_positions.py`` on a finished run, LOG.md):
@@ -58,9 +58,9 @@ PROVO_POSITIONS = 1_056_571
 def record(args: argparse.Namespace) -> int:
     """Run the ``provo`` task's first ``--limit`` contexts with the packaged model, recording every trie."""
     from harness.models import ModelSpec
-    from harness.plugins.hf.word_sampler import TrieWordSampler
-    from harness.run_options import RunOptions
-    from harness.runner import run
+    from harness.plugins.hf.trie.word_sampler import TrieWordSampler
+    from harness.run.options import RunOptions
+    from harness.run.runner import run
 
     traces: list[dict[str, Any]] = []
     TrieWordSampler.trace = traces
@@ -218,8 +218,8 @@ def _sync(device: torch.device) -> None:
 
 def replay_group(sampler: Any, group: dict[str, Any], vocab: int, rng: np.random.Generator) -> None:
     """One recorded group's passes through ``sampler``'s model, in the recorded order, with random tokens."""
-    from harness.plugins.hf.draws import draw_counts
-    from harness.plugins.hf.trie_nodes import PassChunk, TrieNode
+    from harness.plugins.hf.shared.draws import draw_counts
+    from harness.plugins.hf.trie.nodes import PassChunk, TrieNode
 
     contexts: list[list[int]] = [[] for _ in group["contexts"]]
     for carrier, served in group["carriers"]:
@@ -254,7 +254,7 @@ class _NoTokenizer:
 def replay(args: argparse.Namespace) -> int:
     from transformers import AutoModelForCausalLM
 
-    from harness.plugins.hf.word_sampler import TrieWordSampler
+    from harness.plugins.hf.trie.word_sampler import TrieWordSampler
 
     trace = json.loads(args.trace.read_text())
     groups = trace["groups_data"][: args.groups] if args.groups else trace["groups_data"]
@@ -383,7 +383,7 @@ def main() -> int:
     if args.command == "record":
         return record(args)
     if args.batch_size is None:
-        from harness.plugins.hf.load_options import AUTO_STEP_ROWS
+        from harness.plugins.hf.loading.options import AUTO_STEP_ROWS
 
         args.batch_size = AUTO_STEP_ROWS["cuda" if args.device.startswith("cuda") else "cpu"]
     return replay(args)

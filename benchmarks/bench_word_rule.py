@@ -24,9 +24,9 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from harness.kinds.words import apply_word_rule  # noqa: E402
-from harness.registry import get_registry  # noqa: E402
-from harness.segmenters import SEGMENTER_EXTRAS, first_segment  # noqa: E402
-from harness.text import decide_and_close  # noqa: E402
+from harness.registry.manager import get_registry  # noqa: E402
+from harness.words.rules import decide_and_close  # noqa: E402
+from harness.words.segmenters import SEGMENTER_EXTRAS, first_segment  # noqa: E402
 
 ENGLISH = [
     " There are now rumblings that Apple might soon invade the smart watch space, though the company is",

@@ -39,12 +39,12 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from harness.plugins.hf.loading import load_hf_model  # noqa: E402
-from harness.plugins.hf.tokens import ContinuationDecoder, encode_context, eos_token_ids  # noqa: E402
-from harness.plugins.hf.word_sampler import DEFAULT_BATCH_SIZE, TrieWordSampler  # noqa: E402
+from harness.plugins.hf.loading.model import load_hf_model  # noqa: E402
+from harness.plugins.hf.shared.tokens import ContinuationDecoder, encode_context, eos_token_ids  # noqa: E402
+from harness.plugins.hf.trie.word_sampler import DEFAULT_BATCH_SIZE, TrieWordSampler  # noqa: E402
 from harness.requests import SampleWordsRequest  # noqa: E402
-from harness.stats import homogeneity_pvalue  # noqa: E402
-from harness.text import decide_word  # noqa: E402
+from harness.scoring.stats import homogeneity_pvalue  # noqa: E402
+from harness.words.rules import decide_word  # noqa: E402
 
 
 @dataclass

@@ -3,10 +3,10 @@
 Sampling cannot be compared draw by draw across devices (the last bits of every matrix product differ, and a draw
 near a boundary then lands on the next token), so this script compares what is deterministic, in float32 on both:
 
-* the exact next-word distribution (``word_distribution``, ``harness.plugins.hf.word_distribution``) of real Provo
+* the exact next-word distribution (``word_distribution``, ``harness.plugins.hf.trie.word_distribution``) of real Provo
 contexts:
   the largest difference of any word's probability and of the residual;
-* the log-likelihood of the corpus word after each context (``loglikelihood``, ``harness.plugins.hf.query_scoring``).
+* the log-likelihood of the corpus word after each context (``loglikelihood``, ``harness.plugins.hf.queries.scoring``).
 
 A correct CUDA path agrees to about 1e-5 (float32 rounding through 30 layers); a wrong one (a missed device move, a
 mask built on the wrong rows) is off by far more. The statistical tests of the sampler and the generator on CUDA are
@@ -32,9 +32,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from harness.plugins.hf.loading import load_hf_model  # noqa: E402
-from harness.plugins.hf.query_scoring import QueryScorer  # noqa: E402
-from harness.plugins.hf.word_distribution import ExactWordSearch  # noqa: E402
+from harness.plugins.hf.loading.model import load_hf_model  # noqa: E402
+from harness.plugins.hf.queries.scoring import QueryScorer  # noqa: E402
+from harness.plugins.hf.trie.word_distribution import ExactWordSearch  # noqa: E402
 from harness.requests import LoglikelihoodRequest  # noqa: E402
 from harness.requests.word_distribution import WordDistributionRequest  # noqa: E402
 

@@ -17,8 +17,8 @@ import tempfile
 from pathlib import Path
 
 from harness.models import ModelSpec
-from harness.plugins.hf.loading import load_hf_model
-from harness.plugins.hf.query_scoring import QueryScorer
+from harness.plugins.hf.loading.model import load_hf_model
+from harness.plugins.hf.queries.scoring import QueryScorer
 from harness.plugins.openai_api.adapter import OpenAIAdapter
 from harness.requests import LoglikelihoodRequest
 

@@ -4,7 +4,7 @@ A response's ``tokens_evaluated`` counts its context's tokens plus its trie node
 context in full. The sampler reads a context whose tokens begin a longer context of the same block off that
 context's pass, so the model ran fewer context positions than that. This script re-forms the run's blocks (blocks of
 ``contexts_per_pass`` in instance order, as the runner cuts them) and applies the sampler's own rule
-(``harness.plugins.hf.trie_cache.carriers``) to count the passes and tokens that encoded the contexts. The result is the
+(``harness.plugins.hf.trie.cache.carriers``) to count the passes and tokens that encoded the contexts. The result is the
 ``--positions`` to give ``benchmarks/bench_matmul.py`` for the floor of that run.
 
 Example (what ``docs/word-sampling.md`` reports)::
@@ -23,9 +23,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from harness.plugins.hf.loading import load_hf_model  # noqa: E402
-from harness.plugins.hf.tokens import encode_context  # noqa: E402
-from harness.plugins.hf.trie_cache import carriers  # noqa: E402
+from harness.plugins.hf.loading.model import load_hf_model  # noqa: E402
+from harness.plugins.hf.shared.tokens import encode_context  # noqa: E402
+from harness.plugins.hf.trie.cache import carriers  # noqa: E402
 
 
 def main() -> None:

@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from harness.stats import homogeneity_pvalue  # noqa: E402
+from harness.scoring.stats import homogeneity_pvalue  # noqa: E402
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 #: Each configuration: extra ``harness run`` arguments and extra task arguments.

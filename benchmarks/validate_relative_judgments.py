@@ -4,7 +4,8 @@ Shlegeris et al. (2022, section 4) validated theirs: a language model plays the 
 Why: no human judgments of this kind exist here, and the estimator is biased for few rounds per position and noisy
 when the generator differs much from the judge; a judge whose ``H`` is known measures both.
 
-- Judge ``H``: SmolLM2-135M-Instruct (fp32, loaded by ``harness.plugins.hf.loading``) next-token distributions after the
+- Judge ``H``: SmolLM2-135M-Instruct (fp32, loaded by ``harness.plugins.hf.loading.model``) next-token distributions
+after the
   first ``--limit`` contexts of the ``provo`` task (its own loader); the true token is the first token of the next
   word of the passage, as the tokenizer splits ``context + " " + word`` after the context's own tokens.
 - Generators ``G``: the same model at other temperatures (default 2.0 and 0.7, so ``G != H``), plus temperature 1.0
@@ -47,11 +48,11 @@ from harness.analyses.relative_judgments import (  # noqa: E402
     read_rounds,
     round_to_allowed,
 )
-from harness.data import resolve_data_dir  # noqa: E402
+from harness.data.loaders import resolve_data_dir  # noqa: E402
 from harness.files import atomic_write_text, write_json  # noqa: E402
-from harness.registry import get_registry  # noqa: E402
-from harness.task_data import load_task_data  # noqa: E402
-from harness.task_loading import resolve_tasks  # noqa: E402
+from harness.registry.manager import get_registry  # noqa: E402
+from harness.registry.task_loading import resolve_tasks  # noqa: E402
+from harness.run.task_data import load_task_data  # noqa: E402
 
 #: The temperature at which the generator is the judge itself (``G = H``).
 SANITY_TEMPERATURE = 1.0
@@ -88,7 +89,7 @@ def judge_positions(loaded: Any, instances: Sequence[Any]) -> tuple[list[Positio
     any other context is run on its own."""
     import torch
 
-    from harness.plugins.hf.tokens import encode_context
+    from harness.plugins.hf.shared.tokens import encode_context
 
     tokenizer, model = loaded.tokenizer, loaded.model
 
@@ -186,7 +187,7 @@ def summary(est: Estimate) -> dict[str, Any]:
 def validate(args: argparse.Namespace, rounds_dir: Path) -> dict[str, Any]:
     import torch
 
-    from harness.plugins.hf.loading import load_hf_model
+    from harness.plugins.hf.loading.model import load_hf_model
 
     torch.set_num_threads(args.threads)
     data_dir, _ = resolve_data_dir(args.data_dir)

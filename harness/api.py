@@ -35,10 +35,9 @@ What each name is for:
 
 from __future__ import annotations
 
-from harness.classifiers import AnswerClassifier, Classification, ClassifyItem
-from harness.data import LoadedData, Loader, downloads_allowed, hash_files, takes_options
-from harness.data_paths import resolve_data_paths
-from harness.data_sets import DataFile, DataSet
+from harness.data.loaders import LoadedData, Loader, downloads_allowed, hash_files, takes_options
+from harness.data.paths import resolve_data_paths
+from harness.data.sets import DataFile, DataSet
 from harness.errors import DataNotFoundError, HarnessError, ModelLoadError, TaskConfigError
 from harness.extras import MissingExtraError, require_extras
 from harness.hookspecs import (
@@ -90,12 +89,13 @@ from harness.requests import (
     WordDistributionRequest,
     WordDistributionResponse,
 )
-from harness.scorer_args import BOOTSTRAP_OPTIONS, ArgsScorer
-from harness.scoring import Metric, Scorer, ScorerUnavailable
+from harness.scoring.args import BOOTSTRAP_OPTIONS, ArgsScorer
+from harness.scoring.base import Metric, Scorer, ScorerUnavailable
+from harness.scoring.classifiers import AnswerClassifier, Classification, ClassifyItem
+from harness.scoring.stats import bootstrap_metric, mean_metric, split_half
 from harness.seeding import derive_rng, derive_seed, metric_rngs
-from harness.segmenters import SEGMENTERS
-from harness.stats import bootstrap_metric, mean_metric, split_half
-from harness.text import PAPER_FAILURE, human_word, normalise_word, rule_word
+from harness.words.rules import PAPER_FAILURE, human_word, normalise_word, rule_word
+from harness.words.segmenters import SEGMENTERS
 
 __all__ = [
     "BOOTSTRAP_OPTIONS",

@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING
 import pluggy
 
 if TYPE_CHECKING:
-    from harness.classifiers import AnswerClassifier
-    from harness.data import Loader
-    from harness.data_sets import DataSet
+    from harness.data.loaders import Loader
+    from harness.data.sets import DataSet
     from harness.kinds.base import RequestKind
     from harness.models import ModelAdapter
-    from harness.scoring import Scorer
+    from harness.scoring.base import Scorer
+    from harness.scoring.classifiers import AnswerClassifier
 
 hookspec = pluggy.HookspecMarker("harness")
 hookimpl = pluggy.HookimplMarker("harness")
@@ -105,7 +105,7 @@ def register_request_kinds(register: RegisterRequestKind) -> None:
 def register_data_sets(register: RegisterDataSet) -> None:
     """Register data sets that ``harness data list|fetch|verify`` can show, download and check.
 
-    Call ``register(data_set)`` with a ``harness.data_sets.DataSet``: its name (what ``harness data fetch NAME``
+    Call ``register(data_set)`` with a ``harness.data.sets.DataSet``: its name (what ``harness data fetch NAME``
     takes), official source, license, and the files its loader reads, each a ``DataFile`` with its path under the
     data root, its official URL and, where it could be pinned, its SHA-256 and size. A file without a pinned
     SHA-256 is downloaded only when its data set is named, and is never reported as verified.

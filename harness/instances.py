@@ -69,8 +69,8 @@ class GenerationInstance(Instance):
 
     ``source`` is the text the productions answer (a source sentence, a story prompt); a dialogue has ``turns``
     instead (earliest first, speakers alternating) and an empty ``source``. Prompts are rendered from these by the
-    task (``harness.prompting``), never by the loader, so one instance serves causal, chat and seq2seq models alike.
-    ``language`` is the language of the productions (what the syntactic probe tags); ``references`` keep the
+    task (``harness.prompts.generation``), never by the loader, so one instance serves causal, chat and seq2seq models
+    alike. ``language`` is the language of the productions (what the syntactic probe tags); ``references`` keep the
     release's order.
     """
 
@@ -105,7 +105,7 @@ class ChoiceInstance(Instance):
     pragmatic) option in that order and ``human_counts[k]`` how many people chose option ``k`` (the share of people
     where ``counts_known`` is False). ``scenario`` is the
     context together with its question, as shown to participants; ``description`` is the task description a
-    prompt opens with. Prompts are rendered by the task (``harness.choice_prompts``), which also shuffles the
+    prompt opens with. Prompts are rendered by the task (``harness.prompts.choice``), which also shuffles the
     option order, so one instance serves every way of asking.
     """
 

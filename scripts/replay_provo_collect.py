@@ -184,8 +184,8 @@ def restricted_copy(data_dir: Path, text_ids: list[int], folder: Path) -> Path:
 
 def human_run(data_dir: Path, out: Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """The human-only ``provo`` run on ``data_dir``: its metrics, and each position's human counts and meta."""
-    from harness.run_options import RunOptions
-    from harness.runner import run
+    from harness.run.options import RunOptions
+    from harness.run.runner import run
 
     results = run(RunOptions(tasks=["provo"], model=None, output_dir=out, data_dir=str(data_dir)))
     samples = sorted((out / "human").glob("samples_provo_*.jsonl"))[-1]

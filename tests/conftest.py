@@ -23,7 +23,7 @@ import pytest
 from tests.helpers import require_provo, run_cli, shared_data_dir
 
 if TYPE_CHECKING:
-    from harness.plugins.hf.loading import LoadedModel
+    from harness.plugins.hf.loading.model import LoadedModel
 
 #: Fixtures that load the real model or start the real server: every test using one is slow.
 SLOW_FIXTURES = frozenset({"smollm2", "api_server", "saved_runs", "ray_cluster"})
@@ -73,7 +73,7 @@ def smollm2() -> LoadedModel:
     import torch
 
     from harness.errors import ModelLoadError
-    from harness.plugins.hf.loading import load_hf_model
+    from harness.plugins.hf.loading.model import load_hf_model
 
     torch.set_num_threads(min(2, torch.get_num_threads()))
     try:

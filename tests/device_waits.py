@@ -6,7 +6,7 @@ and those whose output shape depends on the values (``nonzero``, boolean-mask in
 queues a level's pass and its draws without one (``torch.cuda.set_sync_debug_mode`` checks that on a GPU, in
 ``tests/test_static_pass.py``); this mode sees the same operations on a CPU, so CI keeps them out without a GPU.
 Two ways to wait cannot be seen on a CPU, where no copy is made: ``.tolist()`` or ``.numpy()`` of a device tensor,
-and host-to-device copies (``plugins/hf/device_copy.py`` owns those).
+and host-to-device copies (``plugins/hf/shared/device_copy.py`` owns those).
 """
 
 from __future__ import annotations

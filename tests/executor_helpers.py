@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from harness.results import strip_volatile
-from harness.store import scan
+from harness.outputs.results import strip_volatile
+from harness.outputs.store import scan
 
 HARNESS = str(Path(sys.executable).parent / "harness")
 #: Provo with the mock model in 12 blocks of 4 (the mock's block_size), slow enough to be killed midway.

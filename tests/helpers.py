@@ -95,14 +95,14 @@ def tiny_t5(tokenizer: Any, **config: Any) -> Any:
 
 def source_of(run_dir: Path, task: str) -> Path:
     """The timestamped results file that holds ``task``'s latest result in a run folder."""
-    from harness.run_dir import task_sources
+    from harness.outputs.run_dir import task_sources
 
     return next(s.results_path for s in task_sources(run_dir) if s.task == task)
 
 
 def samples_of(run_dir: Path, task: str) -> Path:
     """The samples file of ``task``'s latest result in a run folder."""
-    from harness.run_dir import task_sources
+    from harness.outputs.run_dir import task_sources
 
     return next(s.samples_path for s in task_sources(run_dir) if s.task == task)
 
@@ -135,7 +135,7 @@ def jsonl(root: Path, name: str, records: list[dict[str, Any]]) -> Path:
 
 def load(loader: str, options: dict[str, Any], root: Path) -> Any:
     """The registered loader ``loader`` called on ``options`` with ``root`` as the data root."""
-    from harness.registry import get_registry
+    from harness.registry.manager import get_registry
 
     return get_registry().loader(loader)(options, root)
 

@@ -45,7 +45,7 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from harness.cli import main as harness  # noqa: E402
-from harness.results import VOLATILE_KEYS  # noqa: E402
+from harness.outputs.results import VOLATILE_KEYS  # noqa: E402
 
 #: What snapshot() writes under ``root/normalised``: one file per output, named by its path.
 CLOZE = ["--limit", "32"]

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from harness.data.tables.file_rows import file_rows
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance, ClozeInstance
 from harness.plugins.loaders.generic.table import convert, key_text
-from harness.tables.file_rows import file_rows
 from tests.conftest import run_main
 from tests.helpers import load, write
 

@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.choice_prompts import option_labels, option_order, render_choice_prompt, render_rating_prompt
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance
+from harness.prompts.choice import option_labels, option_order, render_choice_prompt, render_rating_prompt
 from harness.requests import LoglikelihoodResponse, NextTokenResponse, SimilarityResponse
 from harness.scorers.choice.common import (
     ItemHuman,
@@ -260,7 +260,7 @@ def test_robustness_report_spread_tau_and_winners() -> None:
             "b.y": {"p": [0.1, 0.9, 0.0], "acc": 1.0, "tvd": 0.4, "p_target": 0.9, "scores": []},
         },
     ]
-    from harness.scoring import Metric
+    from harness.scoring.base import Metric
 
     metrics = {
         "a.x/acc": Metric(0.75, True),

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.results import format_table, headline_rows, metrics_with_levels
+from harness.outputs.results import format_table, headline_rows, metrics_with_levels
 
 CLOZE_TASK = """\
 task: levels-cloze

@@ -12,12 +12,11 @@ from typing import Any, ClassVar
 
 import pytest
 
-import harness.classifiers
-from harness import sentence_encoders
+import harness.scoring.classifiers
 from harness.errors import HarnessError, ModelLoadError
 from harness.hookspecs import hookimpl
 from harness.options import Option, Options, boolean
-from harness.registry import _collect, get_plugin_manager, get_registry
+from harness.registry.manager import _collect, get_plugin_manager, get_registry
 from harness.scorers.choice.classify import (
     DEFAULT_THRESHOLD,
     AnswerClassifier,
@@ -27,6 +26,7 @@ from harness.scorers.choice.classify import (
     match_text,
     normalise,
 )
+from harness.scoring import sentence_encoders
 
 #: Irony item 1 (Hu et al. 2023), options in original order; option 2 (index 1) is the target.
 IRONY_1 = (
@@ -278,8 +278,9 @@ class CaseClassifier(AnswerClassifier):
 
 
 def test_the_base_class_lives_in_the_core_and_declares_its_arguments() -> None:
-    assert AnswerClassifier is harness.classifiers.AnswerClassifier
-    assert (ClassifyItem, Classification) == (harness.classifiers.ClassifyItem, harness.classifiers.Classification)
+    assert AnswerClassifier is harness.scoring.classifiers.AnswerClassifier
+    classifiers = harness.scoring.classifiers
+    assert (ClassifyItem, Classification) == (classifiers.ClassifyItem, classifiers.Classification)
     assert MatchThenSimilarityClassifier.options.names() == ["model", "threshold", "device", "batch_size", "aliases"]
     item = ClassifyItem("SIMON HAS TO GET BACK TO WORK.", IRONY_1)
     assert CaseClassifier().classify([item]) == [Classification(None, "text")]

@@ -21,11 +21,11 @@ import pytest
 
 from harness.cli import build_parser
 from harness.cli.parsing import EXAMPLE_PREFIX, EXAMPLES_HEADING, join_signed_values, split_names
-from harness.registry import Registry, get_registry
-from harness.sweep import pair_model_args, parse_model
+from harness.registry.manager import Registry, get_registry
+from harness.registry.task_loading import check_against_registry, registered_or_path, resolve_tasks, task_path
+from harness.registry.task_validation import load_task_file
+from harness.run.sweep import pair_model_args, parse_model
 from harness.task_config import parse_task_args
-from harness.task_loading import check_against_registry, registered_or_path, resolve_tasks, task_path
-from harness.task_validation import load_task_file
 from tests.conftest import run_main
 from tests.helpers import REPO, run_cli
 
@@ -156,7 +156,7 @@ def test_a_broken_example_is_caught(example: str, problem: str) -> None:
 def test_score_help_suggests_a_scorer_that_exists() -> None:
     """Trap 7: ``harness score --help`` suggested ``+lexical_variability``; the scorer is ``lexical``."""
     assert "lexical_variability" not in run_main("score", "--help").stdout
-    assert "lexical_variability" not in (REPO / "harness" / "rescoring.py").read_text()
+    assert "lexical_variability" not in (REPO / "harness" / "run" / "rescoring.py").read_text()
 
 
 def test_the_entry_points_still_reach_main() -> None:

@@ -15,8 +15,8 @@ import yaml
 
 from harness.errors import HarnessError
 from harness.hookspecs import hookimpl
-from harness.registry import _collect, get_plugin_manager, get_registry
-from harness.task_loading import resolve_tasks
+from harness.registry.manager import _collect, get_plugin_manager, get_registry
+from harness.registry.task_loading import resolve_tasks
 from tests.conftest import run_main
 from tests.helpers import REPO, require_provo
 

@@ -222,7 +222,7 @@ def hf_pair(request: pytest.FixtureRequest) -> tuple[Any, Any]:
 
 
 def token_level(model: Any, tokenizer: Any, batch_size: int = 4) -> Any:
-    from harness.plugins.hf.token_level import TokenLevel
+    from harness.plugins.hf.queries.token_level import TokenLevel
 
     return TokenLevel(model, tokenizer, device=torch.device("cpu"), batch_size=batch_size, name="tiny")
 

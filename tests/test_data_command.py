@@ -25,12 +25,12 @@ from typing import Any
 
 import pytest
 
-from harness.data_sets import DataFile, DataSet, sha256_file
-from harness.downloads import mirrored
+from harness.data.downloads import mirrored
+from harness.data.sets import DataFile, DataSet, sha256_file
 from harness.errors import DataNotFoundError, HarnessError
 from harness.hookspecs import hookimpl
 from harness.plugins.loaders import catalog
-from harness.registry import _collect, get_plugin_manager, get_registry
+from harness.registry.manager import _collect, get_plugin_manager, get_registry
 from tests.conftest import CliResult, run_main
 from tests.helpers import REPO, shared_data_dir
 

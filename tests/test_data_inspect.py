@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
 from tests.helpers import MTURK, REPO, jsonl, shared_data_dir, write
 
 BLANK = "FILL-ME"

@@ -1,4 +1,4 @@
-"""Data paths in a task file (``harness.data_paths``): under the data root, ``task:`` beside the task file,
+"""Data paths in a task file (``harness.data.paths``): under the data root, ``task:`` beside the task file,
 ``package:`` inside an installed package; and the generic loaders and ``harness validate`` reading them."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 
 import pytest
 
-from harness.data_paths import reading_task_file, resolve_data_file, resolve_data_paths
+from harness.data.paths import reading_task_file, resolve_data_file, resolve_data_paths
 from harness.errors import DataNotFoundError, HarnessError
-from harness.registry import get_registry
-from harness.task_loading import naming_task_file
-from harness.task_validation import load_task_file
+from harness.registry.manager import get_registry
+from harness.registry.task_loading import naming_task_file
+from harness.registry.task_validation import load_task_file
 
 
 def write(path: Path, text: str = "x\n") -> Path:

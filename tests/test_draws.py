@@ -1,5 +1,5 @@
-"""Inverse-transform draws (``harness.plugins.hf.draws``): exact tokens on hand cases, the right distribution, and the
-same tokens as the per-row ``numpy`` version the trie sampler used before (so results did not change)."""
+"""Inverse-transform draws (``harness.plugins.hf.shared.draws``): exact tokens on hand cases, the right distribution,
+and the same tokens as the per-row ``numpy`` version the trie sampler used before (so results did not change)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 import torch
 from scipy import stats
 
-from harness.plugins.hf import draws
-from harness.plugins.hf.draws import draw_counts, draw_tokens
+from harness.plugins.hf.shared import draws
+from harness.plugins.hf.shared.draws import draw_counts, draw_tokens
 from tests.device_waits import DeviceWaits
 
 

@@ -18,9 +18,9 @@ from harness.executors.processes import ProcessBackend, visible_gpus
 from harness.executors.ray_driver import plan_workers
 from harness.executors.worker_counts import WorkerCounts, sum_stats
 from harness.models import ModelSpec
+from harness.outputs.results import strip_volatile
 from harness.plugins.mock.adapter import MockAdapter
-from harness.results import strip_volatile
-from harness.sweep import pair_model_args, read_plan
+from harness.run.sweep import pair_model_args, read_plan
 from tests.conftest import CliResult
 from tests.helpers import require_provo
 

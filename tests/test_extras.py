@@ -18,7 +18,7 @@ from harness.extras import (
     require_extras,
     reraise_missing_module,
 )
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
 from tests.conftest import CliResult
 
 

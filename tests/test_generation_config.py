@@ -10,11 +10,11 @@ import yaml
 from harness.decoding import decoding_labels
 from harness.errors import TaskConfigError
 from harness.instances import GenerationInstance
-from harness.prompting import render_input
-from harness.registry import get_registry
+from harness.prompts.generation import render_input
+from harness.registry.manager import get_registry
+from harness.registry.task_loading import resolve_tasks
+from harness.registry.task_validation import load_task_file
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
-from harness.task_loading import resolve_tasks
-from harness.task_validation import load_task_file
 from tests.helpers import REPO
 
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from harness.models import ModelSpec
-from harness.results import strip_volatile
-from harness.run_options import RunOptions
-from harness.runner import run
+from harness.outputs.results import strip_volatile
+from harness.run.options import RunOptions
+from harness.run.runner import run
 from tests.helpers import REPO, samples_of, shared_data_dir, source_of
 from tests.snapshot import value_differences
 

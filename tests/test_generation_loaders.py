@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 
-from harness.data import LoadedData, hash_files
+from harness.data.loaders import LoadedData, hash_files
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import GenerationInstance
 from harness.plugins.loaders import writingprompts
@@ -35,7 +35,7 @@ from harness.plugins.loaders.asset import load_asset
 from harness.plugins.loaders.dailydialog import load_dailydialog_pp
 from harness.plugins.loaders.wmt14 import load_wmt14_multiref
 from harness.plugins.loaders.writingprompts import load_writingprompts
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
 from tests.helpers import shared_data_dir
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -1,4 +1,4 @@
-"""The batched ``n``-sample generator (``plugins/hf/generator.py``) and its parts: the stop/end text rules
+"""The batched ``n``-sample generator (``plugins/hf/generate/generator.py``) and its parts: the stop/end text rules
 (``generation_text.py``), the suffix cache (``suffix_cache.py``), the prefix attention kernel it shares with the word
 sampler (``prefix_attention.py``) and the plain ``generate`` fallback (``plain_generate.py``).
 
@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 import torch
 
-from harness.plugins.hf import generator as gen
-from harness.plugins.hf.generation_text import finish_row, first_stop, scan_row, validate_request
-from harness.plugins.hf.generator import BatchGenerator, build_warpers
-from harness.plugins.hf.packed_prompts import PackedPrompts
-from harness.plugins.hf.prefix_attention import (
+from harness.plugins.hf.generate import generator as gen
+from harness.plugins.hf.generate.generator import BatchGenerator, build_warpers
+from harness.plugins.hf.generate.suffix_cache import SuffixLayer
+from harness.plugins.hf.generate.text import finish_row, first_stop, scan_row, validate_request
+from harness.plugins.hf.shared.packed_prompts import PackedPrompts
+from harness.plugins.hf.shared.prefix_attention import (
     GroupPrefix,
     PassPrefix,
     PrefixBatch,
@@ -31,10 +32,9 @@ from harness.plugins.hf.prefix_attention import (
     SharedPrefix,
     prefix_attention,
 )
-from harness.plugins.hf.suffix_cache import SuffixLayer
-from harness.plugins.hf.tokens import ContinuationDecoder
+from harness.plugins.hf.shared.tokens import ContinuationDecoder
 from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
-from harness.stats import homogeneity_pvalue
+from harness.scoring.stats import homogeneity_pvalue
 from tests.helpers import tiny_gpt2, tiny_t5
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -292,7 +292,7 @@ SHORT_PROMPT = "My favourite colour"
 
 
 def two_sample_pvalue(a: Counter[Any], b: Counter[Any]) -> float:
-    """Chi-square test of homogeneity (``harness.stats.homogeneity_pvalue``), with at least 5 categories."""
+    """Chi-square test of homogeneity (``harness.scoring.stats.homogeneity_pvalue``), with at least 5 categories."""
     p_value = homogeneity_pvalue(a, b, min_categories=5)
     assert p_value is not None, "too few categories for a meaningful test"
     return p_value

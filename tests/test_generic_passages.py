@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from harness.data import LoadedData
+from harness.data.loaders import LoadedData
 from harness.errors import HarnessError
 from harness.plugins.loaders.generic.passages import tokens_of
 from harness.plugins.loaders.generic.table import MAX_REPORTED
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
 
 CLEAN = {
     "1": "The old man walked to the harbour.\nHe paused — then smiled at the sea.\n",

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
 from tests.helpers import REPO, shared_data_dir
 
 NLI_TASK = """\

@@ -14,19 +14,19 @@ import torch
 from harness.errors import HarnessError, ModelLoadError
 from harness.models import ModelSpec
 from harness.options import OptionError
-from harness.plugins.hf import hub_access
 from harness.plugins.hf.adapter import HFAdapter
-from harness.plugins.hf.conversion_cache import MARKER_FILE, default_cache_dir, ensure_packaged_model
-from harness.plugins.hf.load_options import (
+from harness.plugins.hf.loading import hub_access
+from harness.plugins.hf.loading.conversion_cache import MARKER_FILE, default_cache_dir, ensure_packaged_model
+from harness.plugins.hf.loading.model import load_hf_model
+from harness.plugins.hf.loading.options import (
     AUTO_STEP_ROWS,
     DTYPE_NAMES,
     resolve_batch_size,
     resolve_device,
     resolve_dtype,
 )
-from harness.plugins.hf.loading import load_hf_model
-from harness.plugins.hf.model_source import resolve_model_name
-from harness.plugins.hf.packaged_aliases import PACKAGED_ALIASES
+from harness.plugins.hf.loading.packaged_aliases import PACKAGED_ALIASES
+from harness.plugins.hf.loading.source import resolve_model_name
 from harness.requests import SampleWordsRequest
 
 # --------------------------------------------------------------------------------------------------------------------

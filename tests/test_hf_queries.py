@@ -1,4 +1,4 @@
-"""Scoring queries on Hugging Face models (``plugins/hf/query_scoring.py`` and the ``hf`` adapter's delegation).
+"""Scoring queries on Hugging Face models (``plugins/hf/queries/scoring.py`` and the ``hf`` adapter's delegation).
 
 Every number is checked against the plainest computation that defines it: one unbatched forward pass of the whole
 sequence, ``log_softmax`` and a gather, with the lm-evaluation-harness tokenisation rebuilt here independently. The
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.plugins.hf.query_scoring import QueryScorer
+from harness.plugins.hf.queries.scoring import QueryScorer
 from harness.requests import LoglikelihoodRequest, NextTokenRequest, SimilarityRequest
 from tests.helpers import tiny_gpt2, tiny_t5
 from tests.helpers import tiny_llama as tiny_llama_model  # the module's fixture takes the plain name

@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-import harness.registry
-from harness.data import LoadedData
+import harness.registry.manager
+from harness.data.loaders import LoadedData
 from harness.hookspecs import hookimpl
 from harness.instances import ChoiceInstance, ClozeInstance, Instance
-from harness.registry import _collect, get_plugin_manager
+from harness.registry.manager import _collect, get_plugin_manager
 from harness.requests import LoglikelihoodResponse, SampleWordsResponse, Surface, WordDistributionResponse
 from harness.scorers.biased_estimator import BiasedEstimatorScorer
 from harness.scorers.choice.common import ItemHuman, fit_metrics
@@ -38,7 +38,7 @@ from harness.scorers.semantic_tvd import SemanticTvdScorer
 from harness.scorers.token_level import TokenLevelScorer
 from harness.scorers.top1 import Top1Scorer
 from harness.scorers.tvd import TvdScorer
-from harness.scoring import (
+from harness.scoring.base import (
     PROPORTIONS_NOTE,
     ScorerUnavailable,
     counted_people_reason,
@@ -439,7 +439,7 @@ class _ProportionsPlugin:
 def proportions_registry(monkeypatch: pytest.MonkeyPatch) -> None:
     pm = get_plugin_manager(load_entry_points=False)
     pm.register(_ProportionsPlugin, name="proportions-test")
-    monkeypatch.setattr(harness.registry, "_REGISTRY", _collect(pm))
+    monkeypatch.setattr(harness.registry.manager, "_REGISTRY", _collect(pm))
 
 
 CLOZE_TASK = """\

@@ -14,42 +14,54 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 MAX_LINES = 450
 
-#: The first dotted prefix that matches names a module's layer; anything unlisted is vocabulary (layer 1).
+#: The layer of every entry at the root of ``harness/``: a module, or a folder with everything in it. The folders are
+#: the layers' names (``data``, ``words``, ``scoring``, ``registry``, ``outputs``, ``run``, ...), so a module's folder
+#: says its layer; an entry missing here fails ``test_every_root_entry_has_a_layer``: nothing defaults silently.
 LAYERS: dict[str, int] = {
-    "harness.downloads": 1,
-    "harness.data_sets": 1,
-    "harness.sentence_encoders": 1,
-    "harness.kinds": 2,
-    "harness.hookspecs": 3,
-    "harness.registry": 3,
-    "harness.task_validation": 3,
-    "harness.task_loading": 3,
-    "harness.api": 3,
-    "harness.api_reference": 3,
-    "harness.store": 4,
-    "harness.run_dir": 4,
-    "harness.results": 4,
-    "harness.task_run": 4,
-    "harness.executors": 4,
-    "harness.runner": 5,
-    "harness.run_options": 5,
-    "harness.run_checks": 5,
-    "harness.task_data": 5,
-    "harness.run_scoring": 5,
-    "harness.rescoring": 5,
-    "harness.sweep": 5,
-    "harness.importing": 5,
-    "harness.cli": 6,
-    "harness.leaderboard": 6,
-    "harness.exports": 6,
-    "harness.analyses": 6,
-    "harness.collect": 6,
-    "harness.__main__": 6,
-    # The built-in plugins: registered by name (``harness.registry.BUILTIN_PLUGINS``), imported by no core module.
-    "harness.plugins": 7,
-    "harness.scorers": 7,
-    "harness.tasks": 7,
+    # 1. vocabulary: the interfaces, the word rules, options, files and data
+    "harness": 1,
+    "errors": 1,
+    "options": 1,
+    "files": 1,
+    "extras": 1,
+    "instances": 1,
+    "models": 1,
+    "decoding": 1,
+    "progress": 1,
+    "seeding": 1,
+    "usage": 1,
+    "task_config": 1,
+    "data": 1,
+    "words": 1,
+    "scoring": 1,
+    "prompts": 1,
+    "requests": 1,
+    # 2. request kinds
+    "kinds": 2,
+    # 3. plugins, the registry and the public API
+    "hookspecs": 3,
+    "registry": 3,
+    "api": 3,
+    "api_reference": 3,
+    # 4. what a run writes, and who answers its requests
+    "outputs": 4,
+    "executors": 4,
+    # 5. a run
+    "run": 5,
+    # 6. the commands, and what only they read
+    "cli": 6,
+    "__main__": 6,
+    "leaderboard": 6,
+    "exports": 6,
+    "analyses": 6,
+    "collect": 6,
+    # 7. the built-ins, registered by name (``harness.registry.manager.BUILTIN_PLUGINS``), imported by no core module
+    "plugins": 7,
+    "scorers": 7,
+    "tasks": 7,
 }
+#: At most this many modules at the root of ``harness/``: the rest lives in the folders above.
+MAX_ROOT_MODULES = 20
 
 
 def _modules(*roots: str) -> dict[str, Path]:
@@ -133,10 +145,28 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def layer(module: str) -> int:
-    for prefix, number in LAYERS.items():
-        if module == prefix or module.startswith(prefix + "."):
-            return number
-    return 1
+    """A module's layer: that of its entry at the root of ``harness/`` (``harness.run.runner`` is in ``run``)."""
+    parts = module.split(".")
+    return LAYERS[parts[1] if len(parts) > 1 else parts[0]]
+
+
+def root_entries() -> set[str]:
+    """The modules and packages at the root of ``harness/``, as ``LAYERS`` names them."""
+    root = REPO / "harness"
+    modules = {p.stem for p in root.glob("*.py") if p.stem != "__init__"}
+    folders = {p.name for p in root.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    return modules | folders | {"harness", "tasks"}
+
+
+def test_every_root_entry_has_a_layer() -> None:
+    entries = root_entries()
+    assert sorted(entries - set(LAYERS)) == []
+    assert sorted(set(LAYERS) - entries) == []
+
+
+def test_the_root_keeps_few_modules() -> None:
+    modules = sorted(p.name for p in (REPO / "harness").glob("*.py"))
+    assert len(modules) <= MAX_ROOT_MODULES, modules
 
 
 def test_circles_are_found_on_a_small_graph() -> None:

@@ -1,5 +1,5 @@
-"""The in-place gated MLP (harness.plugins.hf.inplace_mlp): identical outputs, only where it applies, never under
-autograd."""
+"""The in-place gated MLP (harness.plugins.hf.generate.inplace_mlp): identical outputs, only where it applies, never
+under autograd."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers import GPT2Config, GPT2LMHeadModel
 
-from harness.plugins.hf import inplace_mlp
+from harness.plugins.hf.generate import inplace_mlp
 from tests.helpers import tiny_llama
 
 

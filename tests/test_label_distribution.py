@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from harness.results import format_table, headline_rows
+from harness.outputs.results import format_table, headline_rows
 from tests.helpers import REPO, samples_of
 
 FIXTURES = REPO / "tests" / "fixtures"

@@ -15,14 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
-from harness.choice_prompts import option_order
 from harness.errors import HarnessError
 from harness.instances import ChoiceInstance
 from harness.models import ModelAdapter, ModelSpec
-from harness.registry import Registered, get_registry
-from harness.results import format_table, strip_volatile
-from harness.run_options import RunOptions
-from harness.runner import run
+from harness.outputs.results import format_table, strip_volatile
+from harness.prompts.choice import option_order
+from harness.registry.manager import Registered, get_registry
+from harness.run.options import RunOptions
+from harness.run.runner import run
 from tests.helpers import REPO, samples_of
 
 FIXTURES = REPO / "tests" / "fixtures"

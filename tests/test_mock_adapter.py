@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 
 from harness.models import ModelAdapter, ModelSpec
+from harness.outputs.results import VOLATILE_KEYS
 from harness.plugins.mock.adapter import COMMON_WORDS, MockAdapter
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
 from harness.requests import (
     DecodingConfig,
     GenerateRequest,
@@ -25,7 +26,6 @@ from harness.requests import (
     SimilarityRequest,
     WordDistributionRequest,
 )
-from harness.results import VOLATILE_KEYS
 from tests.helpers import require_provo, samples_of
 
 CONTEXT = "The old man walked his dog along the quiet river every morning before"

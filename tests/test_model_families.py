@@ -2,8 +2,8 @@
 config (no downloads): the fast path's next-token logits equal the plain path's, and the trie sampler and the batched
 generator draw from the same distributions on it as on the plain path.
 
-The families are ``harness.plugins.hf.prefix_attention.SUPPORTED_MODEL_TYPES``; a family added there without a config
-here fails ``test_every_supported_family_is_tested``.
+The families are ``harness.plugins.hf.shared.prefix_attention.SUPPORTED_MODEL_TYPES``; a family added there without a
+config here fails ``test_every_supported_family_is_tested``.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 import torch
 
-from harness.plugins.hf import prefix_attention as pa
-from harness.plugins.hf.prefix_rows import PaddedCarriers, RowPrefix
+from harness.plugins.hf.shared import prefix_attention as pa
+from harness.plugins.hf.trie.prefix_rows import PaddedCarriers, RowPrefix
 from harness.requests import GenerateRequest, SampleWordsRequest
-from harness.stats import homogeneity_pvalue
+from harness.scoring.stats import homogeneity_pvalue
 from tests.test_word_sampler import EOS, VOCAB, ByteTokenizer
 
 _SMALL = {"vocab_size": VOCAB, "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 2}
@@ -119,7 +119,7 @@ def test_both_prefix_layouts_give_the_plain_logits(model_type: str) -> None:
 def test_trie_sampler_draws_the_plain_paths_words(model_type: str) -> None:
     """The sampler on the shared-prefix path against itself on the plain per-row cache: the same word distribution
     (chi-square homogeneity), and the fast path really taken."""
-    from harness.plugins.hf.word_sampler import TrieWordSampler
+    from harness.plugins.hf.trie.word_sampler import TrieWordSampler
 
     model = tiny(model_type)
     fast = TrieWordSampler(model, ByteTokenizer(), batch_size=256)
@@ -136,7 +136,7 @@ def test_trie_sampler_draws_the_plain_paths_words(model_type: str) -> None:
 def test_generator_draws_the_plain_generate_tokens(model_type: str) -> None:
     """The batched generator's first three tokens on the shared-prefix path against plain ``generate``'s: the same
     distribution of three-token continuations."""
-    from harness.plugins.hf.generator import BatchGenerator
+    from harness.plugins.hf.generate.generator import BatchGenerator
 
     fast = BatchGenerator(tiny(model_type), ByteTokenizer(), batch_size=256)
     assert fast.shared_prefix, model_type
@@ -158,7 +158,7 @@ def replace_seed(request: SampleWordsRequest, seed: int) -> SampleWordsRequest:
 def test_next_token_head_caps_the_logits_as_gemma2_does(dtype: torch.dtype) -> None:
     """Gemma 2 soft-caps its logits (``final_logit_softcapping``): the reused-buffer head applies the same operations in
     the model's dtype, so its probabilities are the model's own softmax bit for bit."""
-    from harness.plugins.hf.next_token_head import NextTokenHead
+    from harness.plugins.hf.shared.next_token_head import NextTokenHead
 
     model = tiny("gemma2").to(dtype)
     assert NextTokenHead.supports(model) and NextTokenHead(model).final_cap == 3.0

@@ -17,8 +17,8 @@ from urllib.parse import urlparse
 import pytest
 
 from harness.models import ModelSpec
-from harness.run_options import RunOptions
-from harness.runner import run
+from harness.run.options import RunOptions
+from harness.run.runner import run
 from tests.fault_proxy import Fault, FaultProxy
 from tests.helpers import REPO, require_provo, samples_of
 

@@ -16,8 +16,8 @@ import torch
 from benchmarks.compare_api_loglikelihood import QUERIES
 from harness.errors import HarnessError
 from harness.models import ModelSpec
-from harness.plugins.hf.loading import LoadedModel
-from harness.plugins.hf.query_scoring import QueryScorer
+from harness.plugins.hf.loading.model import LoadedModel
+from harness.plugins.hf.queries.scoring import QueryScorer
 from harness.plugins.openai_api.adapter import OpenAIAdapter
 from harness.plugins.openai_api.echo import EchoLogprobs, continuation_logprobs
 from harness.requests import GenerateRequest, LoglikelihoodRequest, NextTokenRequest, SampleWordsRequest

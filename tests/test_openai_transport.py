@@ -23,8 +23,8 @@ from harness.plugins.openai_api.adapter import OpenAIAdapter
 from harness.plugins.openai_api.retry import RetryBudgetSpent, RetryPolicy
 from harness.plugins.openai_api.settings import OPTIONS, parse_settings
 from harness.plugins.openai_api.transport import ApiCall, ApiTransport
-from harness.run_options import RunOptions
-from harness.runner import run
+from harness.run.options import RunOptions
+from harness.run.runner import run
 from tests.fault_proxy import Fault, FaultProxy
 from tests.helpers import REPO
 

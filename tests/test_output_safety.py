@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from harness.run_dir import task_sources
-from harness.store import ResponseStore
+from harness.outputs.run_dir import task_sources
+from harness.outputs.store import ResponseStore
 from tests.helpers import require_provo
 
 MODEL = "mock:test"

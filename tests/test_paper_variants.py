@@ -31,7 +31,7 @@ from harness.scorers.paper_provo import (
     paper_ece_columns,
     population_std,
 )
-from harness.scoring import Metric, Scorer
+from harness.scoring.base import Metric, Scorer
 
 F32_07 = float(np.float32(0.7))  # 0.699999988079071
 F32_065 = float(np.float32(0.65))  # 0.6499999761581421

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from harness.data.tables.file_rows import file_rows
 from harness.errors import HarnessError
-from harness.tables.file_rows import file_rows
 from tests.helpers import write
 
 RESULTS = """\

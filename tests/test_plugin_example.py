@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import registry as registry_module
-from harness.registry import _collect, get_plugin_manager
+from harness.registry import manager as registry_module
+from harness.registry.manager import _collect, get_plugin_manager
 from tests.conftest import run_main
 from tests.helpers import REPO
 

@@ -32,9 +32,9 @@ from harness.api import (
 )
 from harness.errors import TaskConfigError, TaskConfigErrors
 from harness.options import OptionError
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
+from harness.registry.task_validation import validate
 from harness.task_config import TaskConfig
-from harness.task_validation import validate
 
 
 class WordsAdapter(ModelAdapter):

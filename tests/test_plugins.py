@@ -13,7 +13,7 @@ import yaml
 from harness import hookspecs
 from harness.errors import HarnessError
 from harness.hookspecs import hookimpl
-from harness.registry import _collect, get_plugin_manager, get_registry
+from harness.registry.manager import _collect, get_plugin_manager, get_registry
 from tests.helpers import REPO
 
 

@@ -93,7 +93,7 @@ def test_empty_model_and_human_only() -> None:
 
 
 def test_no_tagger_makes_the_scorer_unavailable() -> None:
-    from harness.scoring import ScorerUnavailable
+    from harness.scoring.base import ScorerUnavailable
 
     scorer = PosTvdScorer(pipelines="no_such_pipeline_xyz")
     with pytest.raises(ScorerUnavailable, match=r"no POS tagger: tried no_such_pipeline_xyz"):

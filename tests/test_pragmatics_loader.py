@@ -25,12 +25,12 @@ from typing import Any
 
 import pytest
 
-from harness.data import LoadedData, hash_files
+from harness.data.loaders import LoadedData, hash_files
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import ChoiceInstance
 from harness.plugins.loaders import pragmatics
 from harness.plugins.loaders.pragmatics import load_pragmatics_mcq
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
 from tests.helpers import shared_data_dir
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -17,12 +17,11 @@ import numpy as np
 import pytest
 from scipy.stats import binom
 
-from harness.choice_prompts import option_order
-from harness.classifiers import Classification
-from harness.importing import import_options
 from harness.instances import ChoiceInstance
+from harness.prompts.choice import option_order
 from harness.requests import GenerateResponse, NextTokenResponse
-from harness.runner import run
+from harness.run.importing import import_options
+from harness.run.runner import run
 from harness.scorers.choice.common import (
     PAPER_RATE_EPSILON,
     ItemHuman,
@@ -34,6 +33,7 @@ from harness.scorers.choice.common import (
 from harness.scorers.choice.free_generation import FreeGenerationScorer
 from harness.scorers.choice.human import HumanChoiceScorer, _control_binomial
 from harness.scorers.choice.label_scores import LabelScorer
+from harness.scoring.classifiers import Classification
 from harness.task_config import parse_task_args
 from tests.helpers import shared_data_dir
 

@@ -1,14 +1,14 @@
-"""The trie sampler's GPU layout of the prefix attention (``harness.plugins.hf.prefix_rows``): the same attention as the
-CPU's per-run layout, with nested contexts, several carriers and a request without rows; the same draws."""
+"""The trie sampler's GPU layout of the prefix attention (``harness.plugins.hf.trie.prefix_rows``): the same attention
+as the CPU's per-run layout, with nested contexts, several carriers and a request without rows; the same draws."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
-from harness.plugins.hf.prefix_attention import PrefixBatch, SharedPrefix
-from harness.plugins.hf.prefix_rows import PaddedCarriers, RowPrefix, layout_for
-from harness.plugins.hf.word_sampler import TrieWordSampler
+from harness.plugins.hf.shared.prefix_attention import PrefixBatch, SharedPrefix
+from harness.plugins.hf.trie.prefix_rows import PaddedCarriers, RowPrefix, layout_for
+from harness.plugins.hf.trie.word_sampler import TrieWordSampler
 from harness.requests import SampleWordsRequest
 from tests.test_model_families import tiny
 from tests.test_word_sampler import ByteTokenizer

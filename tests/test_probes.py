@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from harness import sentence_encoders
 from harness.scorers.probes import lexical, semantic, spacy_docs
 from harness.scorers.probes.base import ProbeUnavailable
 from harness.scorers.probes.lexical import NgramProbe, distance_matrix, ngram_distance
 from harness.scorers.probes.semantic import EmbeddingProbe
 from harness.scorers.probes.syntactic import PosNgramProbe
 from harness.scorers.probes.truncation import Truncator, cut_words
+from harness.scoring import sentence_encoders
 
 
 def _require_spacy_en() -> None:

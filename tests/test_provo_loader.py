@@ -22,13 +22,13 @@ from typing import Any
 
 import pytest
 
-from harness.data import LoadedData, takes_options
+from harness.data.loaders import LoadedData, takes_options
 from harness.errors import DataNotFoundError, HarnessError
 from harness.instances import ClozeInstance
 from harness.options import Option, OptionError, Options, positive_int, text
 from harness.plugins.loaders import provo
 from harness.plugins.loaders.provo import load_provo
-from harness.text import normalise_word
+from harness.words.rules import normalise_word
 
 FIXTURE_DIR = Path(__file__).parent / "fixtures" / "provo"
 FIXTURE = FIXTURE_DIR / "Provo_Corpus-Predictability_Norms.csv"

@@ -18,9 +18,9 @@ import pytest
 from harness.errors import HarnessError
 from harness.executors import ExecutorOptions
 from harness.models import ModelSpec
-from harness.run_options import RunOptions
-from harness.runner import run
-from harness.store import scan
+from harness.outputs.store import scan
+from harness.run.options import RunOptions
+from harness.run.runner import run
 from tests.conftest import CliResult
 from tests.executor_helpers import (
     PROVO,
@@ -92,9 +92,9 @@ def test_killed_driver_resumes_with_only_missing_blocks(
     driver.finish()
     assert not (out / "results.json").exists()
     stored = set(scan(store_of(out, "provo")).records)
-    from harness.data import resolve_data_dir
-    from harness.registry import get_registry
-    from harness.task_loading import resolve_tasks
+    from harness.data.loaders import resolve_data_dir
+    from harness.registry.manager import get_registry
+    from harness.registry.task_loading import resolve_tasks
 
     (task,) = resolve_tasks(["provo"], {"n_samples": 40}, get_registry(), expand_decoding=True)
     instances = get_registry().loader("provo")(task.config.data, resolve_data_dir(None)[0]).instances[:48]

@@ -16,13 +16,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.data import hash_files
+from harness.data.loaders import hash_files
 from harness.errors import HarnessError
 from harness.instances import GenerationInstance
 from harness.plugins.loaders.wmt14 import load_wmt14_multiref, selected_tags
+from harness.registry.task_validation import load_task_file
 from harness.requests import GenerateResponse
 from harness.scorers.variability import LexicalScorer, control_halves, paper_halves, w1
-from harness.task_validation import load_task_file
 from tests.helpers import REPO, shared_data_dir
 
 FIXTURE = REPO / "tests" / "fixtures" / "wmt14"

@@ -17,8 +17,8 @@ import pytest
 from harness.errors import HarnessError
 from harness.plugins.replay.formats import read_outputs
 from harness.plugins.replay.generic import read_generic
-from harness.reply_words import final_word, parse_word_list, recorded_word
-from harness.text import PAPER_FAILURE
+from harness.words.replies import final_word, parse_word_list, recorded_word
+from harness.words.rules import PAPER_FAILURE
 from tests.helpers import require_provo, samples_of
 
 TVD = Path("provo") / "reference_outputs" / "TVD"
@@ -154,9 +154,9 @@ def test_import_of_a_subset_reports_missing_instances_and_the_source(cli: Any, t
 
 
 def test_outputs_matching_no_instance_are_recorded_when_every_instance_is_covered(tmp_path: Path) -> None:
-    from harness.registry import get_registry
-    from harness.task_data import load_task_data
-    from harness.task_loading import resolve_tasks
+    from harness.registry.manager import get_registry
+    from harness.registry.task_loading import resolve_tasks
+    from harness.run.task_data import load_task_data
 
     data = require_provo()
     (task,) = resolve_tasks(["provo"], {}, get_registry(), expand_decoding=False)

@@ -25,7 +25,7 @@ from harness.models import ModelSpec
 from harness.plugins.replay.adapter import ReplayAdapter
 from harness.plugins.replay.formats import detect, read_outputs
 from harness.plugins.replay.hu2023 import RecordedChoices, read_hu2023
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
 from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
 from harness.scorers.choice.reported import ReportedScorer
 from tests.conftest import CliResult

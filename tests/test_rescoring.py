@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from harness.errors import HarnessError
-from harness.rescoring import rescore
-from harness.results import strip_volatile
+from harness.outputs.results import strip_volatile
+from harness.run.rescoring import rescore
 from tests.helpers import samples_of, shared_data_dir, source_of
 
 SLUG = "mock__test"

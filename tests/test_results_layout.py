@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.results import FORMAT_VERSION, format_table
+from harness.outputs.results import FORMAT_VERSION, format_table
 from tests.helpers import require_provo, samples_of, source_of
 
 SLUG = "mock__test"

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.results import strip_volatile
+from harness.outputs.results import strip_volatile
 from tests.helpers import REPO, require_provo, run_cli, samples_of
 
 MODEL = "hf:smollm2-135m"

@@ -19,8 +19,8 @@ from harness.scorers.entropy import EntropyScorer
 from harness.scorers.human_control import HumanControlScorer
 from harness.scorers.top1 import Top1Scorer
 from harness.scorers.tvd import TvdScorer
-from harness.scoring import Metric, Scorer
-from harness.text import normalise_word
+from harness.scoring.base import Metric, Scorer
+from harness.words.rules import normalise_word
 
 SCORERS: list[type[Scorer]] = [TvdScorer, HumanControlScorer, EceScorer, Top1Scorer, EntropyScorer]
 H_3_1 = 0.8112781244591328  # entropy in bits of (0.75, 0.25)

@@ -1,5 +1,5 @@
-"""The trie sampler's per-level pass at fixed shapes (``harness.plugins.hf.static_pass``), which a GPU replays as CUDA
-graphs: the same probabilities and draws as the pass at its own shapes, on every family, and one recording per row
+"""The trie sampler's per-level pass at fixed shapes (``harness.plugins.hf.trie.static_pass``), which a GPU replays as
+CUDA graphs: the same probabilities and draws as the pass at its own shapes, on every family, and one recording per row
 bucket whatever the depth (what makes a recorded graph valid at every level)."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import torch
 
-from harness.plugins.hf import word_sampler
-from harness.plugins.hf.static_pass import StaticPass, capture_for, row_bucket, slot_bucket
-from harness.plugins.hf.word_sampler import TrieWordSampler
+from harness.plugins.hf.trie import word_sampler
+from harness.plugins.hf.trie.static_pass import StaticPass, capture_for, row_bucket, slot_bucket
+from harness.plugins.hf.trie.word_sampler import TrieWordSampler
 from harness.requests import SampleWordsRequest
 from tests.device_waits import DeviceWaits
 from tests.test_model_families import CONFIGS, tiny

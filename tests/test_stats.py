@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from harness.stats import bootstrap_metric, mean_metric, split_spread
+from harness.scoring.stats import bootstrap_metric, mean_metric, split_spread
 
 
 def rng(seed: int = 0) -> np.random.Generator:

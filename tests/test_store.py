@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError
-from harness.store import ResponseStore
+from harness.outputs.store import ResponseStore
 
 
 def test_roundtrip_and_reopen(tmp_path: Path) -> None:

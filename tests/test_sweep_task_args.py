@@ -13,10 +13,10 @@ import pytest
 from harness.errors import HarnessError
 from harness.executors import ExecutorOptions
 from harness.models import ModelSpec
-from harness.registry import get_registry
-from harness.run_checks import check_run
-from harness.run_options import RunOptions
-from harness.sweep import read_plan
+from harness.registry.manager import get_registry
+from harness.run.checks import check_run
+from harness.run.options import RunOptions
+from harness.run.sweep import read_plan
 from tests.conftest import CliResult
 from tests.helpers import require_provo
 

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from harness.errors import HarnessError, TaskConfigError
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
+from harness.registry.task_loading import check_against_registry, resolve_tasks
+from harness.registry.task_validation import load_task_file, validate
 from harness.task_config import apply_overrides, parse_task_args
-from harness.task_loading import check_against_registry, resolve_tasks
-from harness.task_validation import load_task_file, validate
 
 GOOD = {
     "task": "toy",

@@ -29,7 +29,7 @@ def _rows_run(sampler: Any) -> list[int]:
 
 
 def test_the_trace_records_every_pass_and_the_replay_runs_the_same_rows_on_another_family() -> None:
-    from harness.plugins.hf.word_sampler import TrieWordSampler
+    from harness.plugins.hf.trie.word_sampler import TrieWordSampler
 
     sampler = TrieWordSampler(tiny("llama"), ByteTokenizer(), batch_size=64)
     sampler.trace = []
@@ -79,7 +79,7 @@ def test_the_trace_records_every_pass_and_the_replay_runs_the_same_rows_on_anoth
 
 
 def test_rows_by_chunk_groups_parent_rows_in_chunk_order() -> None:
-    from harness.plugins.hf.trie_cache import rows_by_chunk
+    from harness.plugins.hf.trie.cache import rows_by_chunk
 
     # Chunks start at rows 0, 4 and 9; chunk 1 has no row here.
     assert rows_by_chunk([0, 3, 3, 9, 12], [0, 4, 9]) == [(0, [0, 3, 3]), (2, [0, 3])]

@@ -30,7 +30,7 @@ from harness.scorers.variability import (
     upper_pairs,
     w1,
 )
-from harness.scoring import ScorerUnavailable
+from harness.scoring.base import ScorerUnavailable
 from harness.seeding import derive_rng
 
 

@@ -1,5 +1,6 @@
-"""Children whose word is already decided are counted in bulk on the device (``harness.plugins.hf.word_boundaries``):
-the tokens it marks, the parents it folds, and the same counts as decoding every child on the host."""
+"""Children whose word is already decided are counted in bulk on the device
+(``harness.plugins.hf.shared.word_boundaries``): the tokens it marks, the parents it folds, and the same counts as
+decoding every child on the host."""
 
 from __future__ import annotations
 
@@ -10,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from harness.plugins.hf.draws import draw_counts, launch_counts
-from harness.plugins.hf.tokens import ContinuationDecoder, decode_many, fast_decoder
-from harness.plugins.hf.word_boundaries import read_vocabulary, word_on_space
-from harness.plugins.hf.word_sampler import TrieWordSampler
+from harness.plugins.hf.shared.draws import draw_counts, launch_counts
+from harness.plugins.hf.shared.tokens import ContinuationDecoder, decode_many, fast_decoder
+from harness.plugins.hf.shared.word_boundaries import read_vocabulary, word_on_space
+from harness.plugins.hf.trie.word_sampler import TrieWordSampler
 from harness.requests import SampleWordsRequest
-from harness.text import decide_and_close, decide_word, first_complete_word, normalise_word, word_a_space_closes
+from harness.words.rules import decide_and_close, decide_word, first_complete_word, normalise_word, word_a_space_closes
 from tests.test_word_sampler import TOK, VOCAB, ByteTokenizer, StubLM, markov2
 
 

@@ -12,7 +12,7 @@ import pytest
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance
 from harness.kinds.word_distribution import WordDistributionKind, asked_words
-from harness.plugins.hf.word_distribution import ExactWordSearch
+from harness.plugins.hf.trie.word_distribution import ExactWordSearch
 from harness.requests import Surface, WordDistributionRequest, WordDistributionResponse
 from harness.scorers.biased_estimator import BiasedEstimatorScorer, renormalised
 from harness.scorers.exact_distribution import bounded_tvd
@@ -207,7 +207,7 @@ def test_next_token_accuracy_hand_case() -> None:
 
 # ------------------------------------------------------------------------------------------- the packaged model
 def test_sampler_frequencies_match_the_exact_distribution_on_smollm2(smollm2: Any) -> None:
-    from harness.plugins.hf.word_sampler import TrieWordSampler
+    from harness.plugins.hf.trie.word_sampler import TrieWordSampler
 
     context = "I went to the store to buy some"
     search = ExactWordSearch(smollm2.model, smollm2.tokenizer, batch_size=64)

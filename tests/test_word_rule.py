@@ -12,9 +12,8 @@ from typing import Any
 
 import pytest
 
-from harness.reply_words import first_word_of_reply, parse_word_list
-from harness.segmenters import first_segment, spaceless_script
-from harness.text import (
+from harness.words.replies import first_word_of_reply, parse_word_list
+from harness.words.rules import (
     decide_and_close,
     first_complete_line,
     first_complete_word,
@@ -24,6 +23,7 @@ from harness.text import (
     word_a_space_closes,
     word_rule_problem,
 )
+from harness.words.segmenters import first_segment, spaceless_script
 
 WOMAN_AT_LAPTOP = "\U0001f469\u200d\U0001f4bb"
 FLAG = "\U0001f1e9\U0001f1ea"
@@ -274,7 +274,7 @@ def test_a_segmenter_whose_extra_is_missing_is_one_line(monkeypatch: pytest.Monk
     import sys
 
     from harness.extras import MissingExtraError
-    from harness.segmenters import check_segmenter
+    from harness.words.segmenters import check_segmenter
 
     monkeypatch.setitem(sys.modules, "jieba", None)
     with pytest.raises(MissingExtraError, match=r"^the segmenter 'jieba' needs the 'zh' extra, which is not installed"):

@@ -20,12 +20,13 @@ import torch
 from scipy import stats
 from transformers import GenerationConfig, LlamaConfig
 
-from harness.plugins.hf import trie_cache, word_sampler
-from harness.plugins.hf.tokens import continuation_text, encode_context, eos_token_ids
-from harness.plugins.hf.word_sampler import TrieWordSampler, sample_words
+from harness.plugins.hf.shared.tokens import continuation_text, encode_context, eos_token_ids
+from harness.plugins.hf.trie import cache as trie_cache
+from harness.plugins.hf.trie import word_sampler
+from harness.plugins.hf.trie.word_sampler import TrieWordSampler, sample_words
 from harness.requests import SampleWordsRequest, SampleWordsResponse
-from harness.stats import homogeneity_pvalue
-from harness.text import PAPER_FAILURE, decide_word, first_complete_line, first_complete_word, paper_first_word
+from harness.scoring.stats import homogeneity_pvalue
+from harness.words.rules import PAPER_FAILURE, decide_word, first_complete_line, first_complete_word, paper_first_word
 from tests.helpers import tiny_llama
 
 # --------------------------------------------------------------------------------------------------------------------
@@ -504,7 +505,7 @@ def _generate_outcomes(smollm2: Any, context: str, n: int, max_new_tokens: int, 
 
 
 def two_sample_pvalue(a: Counter[Any], b: Counter[Any]) -> float:
-    """Chi-square test of homogeneity (``harness.stats.homogeneity_pvalue``), with at least 5 categories."""
+    """Chi-square test of homogeneity (``harness.scoring.stats.homogeneity_pvalue``), with at least 5 categories."""
     p_value = homogeneity_pvalue(a, b, min_categories=5)
     assert p_value is not None, "too few categories for a meaningful test"
     return p_value
@@ -583,8 +584,8 @@ def test_attention_switched_away_after_construction_is_switched_back() -> None:
     """The prefix layout is a keyword only the harness's attention reads: a model switched to ``sdpa`` after the
     sampler and the generator were built (as a benchmark did to time plain ``generate``) would silently attend to
     each row's own suffix only, ignoring the context. Both switch it back before every batch."""
-    from harness.plugins.hf.generator import BatchGenerator
-    from harness.plugins.hf.prefix_attention import ATTENTION_NAME
+    from harness.plugins.hf.generate.generator import BatchGenerator
+    from harness.plugins.hf.shared.prefix_attention import ATTENTION_NAME
     from harness.requests import GenerateRequest
 
     model = small_llama()
@@ -625,7 +626,7 @@ def small_llama(dtype: torch.dtype = torch.float32) -> Any:
 def test_next_token_head_equals_the_models_own_softmax_bit_for_bit(dtype: torch.dtype) -> None:
     """The head writes into buffers kept across passes (no page faults on fresh 100 MB tensors) but must compute
     exactly what ``softmax(model(...).logits.float() / T)`` computes, for every pass size and temperature."""
-    from harness.plugins.hf.next_token_head import NextTokenHead
+    from harness.plugins.hf.shared.next_token_head import NextTokenHead
 
     model = small_llama(dtype)
     assert NextTokenHead.supports(model)
@@ -642,7 +643,7 @@ def test_next_token_head_equals_the_models_own_softmax_bit_for_bit(dtype: torch.
 
 
 def test_next_token_head_refuses_heads_it_cannot_reproduce() -> None:
-    from harness.plugins.hf.next_token_head import NextTokenHead
+    from harness.plugins.hf.shared.next_token_head import NextTokenHead
 
     model = small_llama()
     assert NextTokenHead.supports(model)

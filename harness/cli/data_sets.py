@@ -1,7 +1,7 @@
 """``harness data list|fetch|verify``: the registered data sets (``register_data_sets``), where they come from, and
 their files under the data root, downloaded from the official sources and checked against pinned SHA-256s
-(:mod:`harness.data_sets`); ``harness data inspect FILE``: a user's own data file summarised and a task file
-written for it (:mod:`harness.inspection`)."""
+(:mod:`harness.data.sets`); ``harness data inspect FILE``: a user's own data file summarised and a task file
+written for it (:mod:`harness.data.inspection`)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness import downloads
 from harness.cli.parsing import add_command
-from harness.data import downloads_allowed, resolve_data_dir
-from harness.data_sets import (
+from harness.data import downloads
+from harness.data.inspection import find_file, inspect_file
+from harness.data.loaders import downloads_allowed, resolve_data_dir
+from harness.data.sets import (
     DataSet,
     FetchError,
     check_files,
@@ -26,11 +27,10 @@ from harness.data_sets import (
     problems,
     status,
 )
+from harness.data.tables.file_rows import FORMATS
 from harness.errors import HarnessError
 from harness.files import atomic_write_text
-from harness.inspection import find_file, inspect_file
-from harness.registry import get_registry
-from harness.tables.file_rows import FORMATS
+from harness.registry.manager import get_registry
 
 
 def add_data(sub: Any) -> None:

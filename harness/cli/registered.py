@@ -14,14 +14,19 @@ from pathlib import Path
 from typing import Any
 
 from harness.cli.parsing import add_command
-from harness.data import resolve_data_dir
+from harness.data.loaders import resolve_data_dir
 from harness.errors import HarnessError
 from harness.extras import MissingExtraError
 from harness.options import Options
-from harness.registry import Registry, get_registry
+from harness.registry.manager import Registry, get_registry
+from harness.registry.task_loading import (
+    check_against_registry,
+    check_registered_name,
+    naming_task_file,
+    registered_or_path,
+)
+from harness.registry.task_validation import load_task_file
 from harness.task_config import TaskConfig
-from harness.task_loading import check_against_registry, check_registered_name, naming_task_file, registered_or_path
-from harness.task_validation import load_task_file
 
 LISTABLE = ("tasks", "scorers", "models", "loaders", "classifiers", "kinds")
 

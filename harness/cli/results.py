@@ -12,8 +12,8 @@ from harness.cli.parsing import add_command
 from harness.errors import HarnessError
 from harness.extras import install_hint, missing_modules
 from harness.files import WriteError, ensure_output_dir
-from harness.results import level_text
-from harness.run_dir import TaskSource, read_samples, task_sources
+from harness.outputs.results import level_text
+from harness.outputs.run_dir import TaskSource, read_samples, task_sources
 
 #: ``harness export --format`` choices (``harness.exports.FORMATS``, imported only when exporting).
 EXPORT_FORMATS = ("lm-eval", "inspect")

@@ -1,6 +1,6 @@
 """``harness run``, ``harness sweep`` and ``harness import``: the commands that produce a run folder.
 
-``import`` belongs here rather than beside ``export``: it is a run of the replay adapter (``harness.importing``),
+``import`` belongs here rather than beside ``export``: it is a run of the replay adapter (``harness.run.importing``),
 writes the same run folder and prints the same table as ``run``.
 """
 
@@ -14,12 +14,12 @@ from typing import Any
 
 from harness.cli.parsing import add_command, add_executor_arguments, batch_size, executor_options, split_names
 from harness.errors import HarnessError
-from harness.importing import import_options
-from harness.results import format_table
-from harness.run_dir import MERGED, latest_invocation
-from harness.run_options import RunOptions
-from harness.runner import run
-from harness.sweep import pair_model_args, parse_model, read_plan, run_all
+from harness.outputs.results import format_table
+from harness.outputs.run_dir import MERGED, latest_invocation
+from harness.run.importing import import_options
+from harness.run.options import RunOptions
+from harness.run.runner import run
+from harness.run.sweep import pair_model_args, parse_model, read_plan, run_all
 from harness.task_config import parse_task_args
 
 FULL_TABLE_HELP = "print every metric, not only the headline table"

@@ -1,4 +1,5 @@
-"""``harness score``: a finished run's saved outputs scored again, without loading a model (``harness.rescoring``)."""
+"""``harness score``: a finished run's saved outputs scored again, without loading a model
+(``harness.run.rescoring``)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any
 
 from harness.cli.parsing import add_command, split_names
 from harness.cli.running import FULL_TABLE_HELP, print_written
-from harness.rescoring import rescore
-from harness.results import format_table
+from harness.outputs.results import format_table
+from harness.run.rescoring import rescore
 from harness.task_config import parse_task_args
 
 

@@ -1,5 +1,5 @@
 """``harness store check|repair``: the response stores under ``<run>/responses/``, checked or repaired in place
-(``harness.store``); a repair holds the run folder's lock and keeps the original beside it."""
+(``harness.outputs.store``); a repair holds the run folder's lock and keeps the original beside it."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 
 from harness.cli.parsing import add_command
 from harness.errors import HarnessError
-from harness.locking import OutputLock
-from harness.store import repair, scan
+from harness.outputs.locking import OutputLock
+from harness.outputs.store import repair, scan
 
 
 def add_store(sub: Any) -> None:

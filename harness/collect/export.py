@@ -38,7 +38,7 @@ from harness.collect.items import Item
 from harness.collect.selection import Answer, select_answers
 from harness.collect.status import progress
 from harness.collect.store import StudyStore
-from harness.data_sets import sha256_file
+from harness.data.sets import sha256_file
 from harness.errors import HarnessError, shorten_repr
 from harness.files import ensure_output_dir, read_bytes, write_json
 

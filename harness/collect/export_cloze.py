@@ -95,7 +95,7 @@ def provo_text_ids(main: list[Item]) -> list[int]:
 def task_name_for(study_name: str) -> str:
     """The task name of the generic task file: the study's name in lower case (task names are), with ``-collected``
     added when that is a registered task's name (``provo``), which a task file may not take."""
-    from harness.registry import get_registry
+    from harness.registry.manager import get_registry
 
     name = study_name.lower()
     return f"{name}-collected" if name in get_registry().tasks else name

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from harness.collect.study import CatchItem, Study
+from harness.data.tables.file_rows import csv_records
 from harness.errors import HarnessError, shorten_repr
 from harness.files import decode_utf8, read_bytes
 from harness.options import positive_int
-from harness.tables.file_rows import csv_records
 
 #: Item roles: ``main`` items are assigned for coverage and exported; ``practice`` items come first and are never
 #: exported; ``catch`` items are attention checks shown between main items.
@@ -131,11 +131,11 @@ def texts_from_task(task_name: str, data_dir: str | None) -> list[tuple[str, str
     """A task's texts, read by its own loader: cloze positions grouped into passages by ``meta.text_id`` (the
     longest context plus its word: the passage up to its last cloze position), other cloze positions as their
     sentence, generation sources as they are, multiple-choice items as their text."""
-    from harness.data import resolve_data_dir
+    from harness.data.loaders import resolve_data_dir
     from harness.instances import ChoiceInstance, ClozeInstance, GenerationInstance
-    from harness.registry import get_registry
-    from harness.task_data import load_task_data
-    from harness.task_loading import resolve_tasks
+    from harness.registry.manager import get_registry
+    from harness.registry.task_loading import resolve_tasks
+    from harness.run.task_data import load_task_data
 
     registry = get_registry()
     task = resolve_tasks([task_name], {}, registry, expand_decoding=False)[0]

@@ -19,9 +19,9 @@ import numpy as np
 
 from harness.errors import HarnessError
 from harness.models import TokenLevelModel
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
+from harness.run.sweep import parse_model
 from harness.seeding import derive_rng
-from harness.sweep import parse_model
 
 #: Context tokens decoded in front of a sampled token, so that it reads as it would after the context (a
 #: SentencePiece tokenizer drops a token's leading space when it is decoded alone).

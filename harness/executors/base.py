@@ -15,8 +15,8 @@ from harness.errors import HarnessError
 from harness.extras import require_extras
 
 if TYPE_CHECKING:
+    from harness.executors.task_run import TaskRun
     from harness.models import ModelAdapter, ModelSpec
-    from harness.task_run import TaskRun
 
 EXECUTORS = ("local", "ray")
 #: Who needs the ``ray`` extra, in its one-line error (``harness.extras``).

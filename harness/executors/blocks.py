@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from harness.instances import Instance
+from harness.outputs.store import ResponseStore
 from harness.seeding import derive_seed
-from harness.store import ResponseStore
 
 if TYPE_CHECKING:
-    from harness.task_run import TaskRun
+    from harness.executors.task_run import TaskRun
 
 
 @dataclass(frozen=True)

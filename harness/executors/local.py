@@ -10,8 +10,8 @@ from typing import Any
 
 from harness.executors.base import Answered, AnswerJob
 from harness.executors.blocks import blocks_in, cut_blocks, stored_model_info
+from harness.outputs.store import ResponseStore
 from harness.progress import progress
-from harness.store import ResponseStore
 
 
 def answer_locally(job: AnswerJob) -> Answered:

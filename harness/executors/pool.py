@@ -37,8 +37,8 @@ from harness.executors.base import Answered, AnswerJob
 from harness.executors.blocks import Block, blocks_in, cut_blocks, stored_model_info
 from harness.executors.worker import BlockAnswer
 from harness.executors.worker_counts import WorkerCounts
+from harness.outputs.store import ResponseStore
 from harness.progress import Progress
-from harness.store import ResponseStore
 
 #: How often (seconds) the driver wakes up to refresh progress while no answer arrives.
 POLL_SECONDS = 2.0

@@ -69,7 +69,7 @@ from harness.exports.common import (
     task_config,
 )
 from harness.files import atomic_write_text
-from harness.results import metrics_with_levels
+from harness.outputs.results import metrics_with_levels
 
 #: The eval log format version written (inspect_ai's ``EvalLog.version``).
 LOG_VERSION = 2

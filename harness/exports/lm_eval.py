@@ -89,7 +89,7 @@ from harness.exports.common import (
     task_config,
 )
 from harness.files import atomic_write_text
-from harness.results import lm_eval_hash, metrics_with_levels
+from harness.outputs.results import lm_eval_hash, metrics_with_levels
 
 #: The keys of an lm-eval sample record; a per-instance value of one of these names would be lost.
 SAMPLE_KEYS = (

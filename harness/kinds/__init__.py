@@ -1,7 +1,7 @@
 """Request kinds: what a task asks a model, one module per kind (``base.py`` says what a kind owns).
 
 Built-in kinds are registered through the same ``register_request_kinds`` hook a plugin uses
-(``plugins/builtin.py``); look one up with ``harness.registry.get_registry().kind(name)``.
+(``plugins/builtin.py``); look one up with ``harness.registry.manager.get_registry().kind(name)``.
 """
 
 from harness.kinds.base import Need, RequestKind

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.data import LoadedData
+from harness.data.loaders import LoadedData
 from harness.errors import HarnessError, shorten
 from harness.instances import Instance
 from harness.options import Options
@@ -26,7 +26,7 @@ from harness.usage import add_usage
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter
-    from harness.scoring import Scorer
+    from harness.scoring.base import Scorer
     from harness.task_config import TaskConfig
 
 

@@ -15,12 +15,12 @@ from harness.errors import HarnessError, shorten_repr
 from harness.instances import GenerationInstance, Instance
 from harness.kinds.base import RequestKind
 from harness.options import Option, Options, boolean, int_range, optional, positive_int, text
-from harness.prompting import PROMPT_FIELDS, render_input, template_fields
+from harness.prompts.generation import PROMPT_FIELDS, render_input, template_fields
 from harness.requests.generate import GenerateRequest, GenerateResponse
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter
-    from harness.scoring import Scorer
+    from harness.scoring.base import Scorer
     from harness.task_config import TaskConfig
 
 #: Model outputs kept per instance for the leaderboard's generation view.

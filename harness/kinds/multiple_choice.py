@@ -15,24 +15,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from harness.choice_prompts import (
+from harness.errors import HarnessError
+from harness.instances import ChoiceInstance, Instance
+from harness.kinds.base import Need, RequestKind, add_usage_of
+from harness.kinds.generate import prompt_template
+from harness.options import Option, Options, int_range, integer, one_of
+from harness.prompts.choice import (
     CHOICE_FIELDS,
     DEFAULT_PROMPT_TEMPLATE,
     DEFAULT_RATING_TEMPLATE,
     LABEL_STYLES,
     RATING_FIELDS,
 )
-from harness.errors import HarnessError
-from harness.instances import ChoiceInstance, Instance
-from harness.kinds.base import Need, RequestKind, add_usage_of
-from harness.kinds.generate import prompt_template
-from harness.options import Option, Options, int_range, integer, one_of
 from harness.requests.multiple_choice import MultipleChoiceRequest, MultipleChoiceResponse
 from harness.usage import add_usage
 
 if TYPE_CHECKING:
     from harness.models import ModelAdapter
-    from harness.scoring import Scorer
+    from harness.scoring.base import Scorer
     from harness.task_config import TaskConfig
 
 
@@ -46,7 +46,7 @@ class MultipleChoiceKind(RequestKind):
     response_type = MultipleChoiceResponse
     instance_type = ChoiceInstance
     view = "choice"
-    # Shared by every method of a multiple-choice task (see harness.choice_prompts); methods are scorers.
+    # Shared by every method of a multiple-choice task (see harness.prompts.choice); methods are scorers.
     params: ClassVar[Options] = Options(
         Option("option_orders", int_range(1, MAX_OPTION_ORDERS), 5, "shuffled option orders per item"),
         Option("order_seed", integer, 0, "seed of the option orders"),

@@ -12,13 +12,13 @@ from harness.kinds.base import RequestKind, add_counts, add_usage_of
 from harness.kinds.words import apply_word_rule
 from harness.options import Option, Options, int_range, one_of, positive_int
 from harness.requests.sample_words import MAX_WORD_TOKENS, SampleWordsRequest, SampleWordsResponse
-from harness.segmenters import SEGMENTERS
-from harness.text import WORD_MODES, word_rule_problem
+from harness.words.rules import WORD_MODES, word_rule_problem
+from harness.words.segmenters import SEGMENTERS
 
 if TYPE_CHECKING:
-    from harness.data import LoadedData
+    from harness.data.loaders import LoadedData
     from harness.models import ModelAdapter
-    from harness.scoring import Scorer
+    from harness.scoring.base import Scorer
     from harness.task_config import TaskConfig
 
 #: Words kept per context and side for the leaderboard's bar charts (the papers show the 15 most probable).
@@ -103,7 +103,7 @@ class SampleWordsKind(RequestKind):
         )
 
     def check_response(self, adapter: ModelAdapter, request: Any, response: Any) -> None:
-        """Every counted word is already written by the task's word rule (``harness.text.rule_word``)."""
+        """Every counted word is already written by the task's word rule (``harness.words.rules.rule_word``)."""
         check_words(adapter, self.name, response.counts, request.mode, request.segmenter)
 
     def summarize(self, summary: dict[str, Any], record: dict[str, Any]) -> None:

@@ -2,7 +2,7 @@
 
 Why: ``sample_words`` estimates the distribution from ``n`` samples, and the TVD of an estimate is biased upward
 (a word seen once in 40 samples gets 2.5% however rare it is). Here a local model expands its token trie best-first
-by probability, with the word rule of ``mode=exact`` (``harness.text.decide_word``), until the mass it has not
+by probability, with the word rule of ``mode=exact`` (``harness.words.rules.decide_word``), until the mass it has not
 resolved into a word or a rejection is at most ``epsilon``. Every reported probability is then a lower bound off by
 at most ``residual`` in total, so a TVD computed from it is exact within a stated interval (``scorers.exact``).
 
@@ -37,9 +37,9 @@ from harness.requests.sample_words import MAX_WORD_TOKENS
 from harness.requests.word_distribution import WordDistributionRequest, WordDistributionResponse
 
 if TYPE_CHECKING:
-    from harness.data import LoadedData
+    from harness.data.loaders import LoadedData
     from harness.models import ModelAdapter
-    from harness.scoring import Scorer
+    from harness.scoring.base import Scorer
     from harness.task_config import TaskConfig
 
 

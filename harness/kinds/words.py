@@ -2,7 +2,7 @@
 
 Why here and not in each loader: people and models must go through the same steps, and a loader cannot know the
 rule the task's request uses. So loaders give each person's response normalised whole (``normalise_word``, a phrase
-kept a phrase), and the next-word kinds put every response through ``harness.text.human_word`` with the task's
+kept a phrase), and the next-word kinds put every response through ``harness.words.rules.human_word`` with the task's
 ``mode`` and ``segmenter``, the function that cuts a model's continuation: a phrase counts as its first word under
 ``exact`` (the loaders' default until now kept it whole, a word no model sample could ever be), stays whole under
 ``whole``, and under ``paper`` stays as the original study kept it.
@@ -20,11 +20,11 @@ import dataclasses
 import sys
 from typing import Any
 
-from harness.data import LoadedData
+from harness.data.loaders import LoadedData
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
-from harness.segmenters import check_segmenter, spaceless_script
-from harness.text import describe_rule, human_word
+from harness.words.rules import describe_rule, human_word
+from harness.words.segmenters import check_segmenter, spaceless_script
 
 #: Above this share of responses cut to their first word, the run says so (a few two-word answers are normal).
 CUT_NOTE_SHARE = 0.01

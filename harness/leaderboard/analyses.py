@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.leaderboard.collect import System, TaskResult
 from harness.leaderboard.plots import file_slug, intervals_label, save_figure
-from harness.results import DEFAULT_CI_LEVEL, level_text
+from harness.outputs.results import DEFAULT_CI_LEVEL, level_text
 
 #: The scorers whose reports the leaderboard keeps and draws.
 ANALYSIS_REPORTS = ("sample_size", "replacement", "gap_predictors")

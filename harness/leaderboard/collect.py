@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.errors import HarnessError
-from harness.registry import get_registry
-from harness.results import metrics_with_levels
-from harness.run_dir import samples_file, task_sources
+from harness.outputs.results import metrics_with_levels
+from harness.outputs.run_dir import samples_file, task_sources
+from harness.registry.manager import get_registry
 
 HUMAN = "human"
 #: Metric prefixes that are reference rows rather than scoring methods of the model.

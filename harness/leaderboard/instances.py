@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.files import read_jsonl
 from harness.leaderboard.collect import TaskResult, control_pairs, split_metric
-from harness.registry import get_registry
+from harness.registry.manager import get_registry
 
 
 def _number(value: Any) -> float | None:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.files import atomic_write_text
-from harness.results import level_text
+from harness.outputs.results import level_text
 
 PAGE = "index.html"
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.results import level_text
+from harness.outputs.results import level_text
 
 #: Contexts drawn in the PNG bar charts (the page shows any context).
 BAR_CONTEXTS = 6

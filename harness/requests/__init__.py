@@ -3,7 +3,7 @@
 Each kind's types live in a module of their own here, below the kinds that use them (``harness/kinds/``), so that
 adapters, scorers and the model interface can import them without importing the kinds' machinery. Every request
 and response is a plain dataclass that round-trips through JSON, because responses are stored as they arrive (see
-``harness.store``) and a resumed or re-scored run reads them back without the model.
+``harness.outputs.store``) and a resumed or re-scored run reads them back without the model.
 """
 
 from __future__ import annotations

@@ -25,7 +25,7 @@ from harness.instances import Instance
 from harness.options import Option, Options, boolean, positive_int
 from harness.scorers.distributions import top_word, tvd
 from harness.scorers.exact_distribution import WordDistributionScorer
-from harness.scoring import Metric
+from harness.scoring.base import Metric
 
 
 def renormalised(logprobs: dict[str, float]) -> dict[str, float]:

@@ -13,7 +13,7 @@ Rules that every cloze scorer applies the same way live here, so that the metric
 - Human data given only as proportions (``ClozeInstance.counts_known`` False): every value computed from the human
   distribution is computed from the proportions as they are; a value that needs individual people (random halves,
   groups of people) is never made up from them. A scorer all of whose metrics need people is unavailable for the
-  task (``harness.scoring.require_counted_people`` in ``prepare``); one that keeps its other metrics leaves those
+  task (``harness.scoring.base.require_counted_people`` in ``prepare``); one that keeps its other metrics leaves those
   values out for such instances and says so in its ``notes`` (:meth:`ClozeScorer.note_people`).
 """
 
@@ -27,18 +27,18 @@ import numpy as np
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance, Instance
 from harness.requests import SampleWordsResponse
-from harness.scorer_args import ArgsScorer
 from harness.scorers.distributions import Counts, split_halves
-from harness.scoring import PROPORTIONS_NOTE, Metric, ScorerUnavailable, counted_people_reason
+from harness.scoring.args import ArgsScorer
+from harness.scoring.base import PROPORTIONS_NOTE, Metric, ScorerUnavailable, counted_people_reason
+from harness.scoring.stats import mean_metric
 from harness.seeding import metric_rngs
-from harness.stats import mean_metric
 
 #: A response type with ``from_record`` (``SampleWordsResponse``, ``WordDistributionResponse``).
 R = TypeVar("R")
 
 
 class ClozeScorer(ArgsScorer):
-    """Base of the next-word scorers (arguments declared and checked as in ``harness.scorer_args.ArgsScorer``)."""
+    """Base of the next-word scorers (arguments declared and checked as in ``harness.scoring.args.ArgsScorer``)."""
 
     request_kinds: ClassVar[frozenset[str]] = frozenset({"sample_words"})
 

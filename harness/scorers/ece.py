@@ -53,9 +53,9 @@ from harness.scorers.paper_provo import (
     predict_paper,
     subset_counts,
 )
-from harness.scoring import Metric, counts_known
+from harness.scoring.base import Metric, counts_known
+from harness.scoring.stats import bootstrap_metric, mean_metric, split_spread
 from harness.seeding import metric_rngs
-from harness.stats import bootstrap_metric, mean_metric, split_spread
 
 PREDICTORS = ("model", "human", "oracle")
 GOLDS = ("corpus", "majority", "heldout")

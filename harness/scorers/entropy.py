@@ -17,7 +17,7 @@ import numpy as np
 from harness.instances import Instance
 from harness.scorers.cloze import ClozeScorer
 from harness.scorers.distributions import entropy_bits
-from harness.scoring import Metric
+from harness.scoring.base import Metric
 
 
 class EntropyScorer(ClozeScorer):

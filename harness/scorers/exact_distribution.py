@@ -19,9 +19,9 @@ import numpy as np
 from harness.requests import WordDistributionResponse
 from harness.scorers.calibration import expected_calibration_error
 from harness.scorers.cloze import ClozeScorer
-from harness.scoring import Metric
+from harness.scoring.base import Metric
+from harness.scoring.stats import bootstrap_metric
 from harness.seeding import metric_rngs
-from harness.stats import bootstrap_metric
 
 
 def bounded_tvd(probs: Mapping[str, float], residual: float, human: Mapping[str, int | float]) -> tuple[float, float]:

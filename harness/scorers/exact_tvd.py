@@ -41,7 +41,7 @@ from harness.scorers.cloze import human_splits
 from harness.scorers.distributions import counts_tvd, subsample
 from harness.scorers.exact_distribution import WordDistributionScorer, bounded_tvd
 from harness.scorers.sample_size import size_list
-from harness.scoring import Metric, counts_known
+from harness.scoring.base import Metric, counts_known
 
 
 class ExactTvdScorer(WordDistributionScorer):

@@ -64,9 +64,9 @@ from harness.scorers.paper_provo import (
     subset_counts,
 )
 from harness.scorers.tvd import EMPTY_MODEL_TVD
-from harness.scoring import Metric, require_counted_people
+from harness.scoring.base import Metric, require_counted_people
+from harness.scoring.stats import bootstrap_metric, mean_metric, split_spread
 from harness.seeding import metric_rngs
-from harness.stats import bootstrap_metric, mean_metric, split_spread
 
 #: Per-split model comparisons (absent in human-only runs).
 MODEL_KEYS = ("tvd_model_half", "tvd_model_sub_half")

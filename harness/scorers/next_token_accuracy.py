@@ -25,7 +25,7 @@ import numpy as np
 
 from harness.instances import Instance
 from harness.scorers.exact_distribution import WordDistributionScorer
-from harness.scoring import Metric
+from harness.scoring.base import Metric
 
 KEYS = ("model_word", "model_token", "model_word_prob", "human_word", "human_token")
 

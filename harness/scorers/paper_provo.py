@@ -200,7 +200,7 @@ def paper_ece_columns(confidences: ArrayLike, correct: ArrayLike, n_bins: int = 
 
 def population_std(values: ArrayLike) -> float:
     """The standard deviation with ddof 0, the original's ``np.std`` over its 20 seeds (exactly rounded sums,
-    like ``harness.stats.sample_std``, so the result does not depend on the array's memory alignment).
+    like ``harness.scoring.stats.sample_std``, so the result does not depend on the array's memory alignment).
 
     >>> population_std([1.0, 3.0])
     1.0

@@ -42,9 +42,9 @@ from harness.scorers.cloze import ClozeScorer
 from harness.scorers.distributions import EXPAND_LIMIT, Counts, counts_tvd, draw_from_counts, expand, whole_counts
 from harness.scorers.sample_size import size_list
 from harness.scorers.tvd import EMPTY_MODEL_TVD
-from harness.scoring import Metric, require_counted_people
+from harness.scoring.base import Metric, require_counted_people
+from harness.scoring.stats import mean_metric, split_spread
 from harness.seeding import metric_rngs
-from harness.stats import mean_metric, split_spread
 
 
 def disjoint_groups(counts: Counts, m: int, rng: np.random.Generator) -> tuple[dict[str, int], dict[str, int]]:

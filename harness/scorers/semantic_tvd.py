@@ -42,7 +42,7 @@ from harness.scorers.distributions import counts_by_group, counts_tvd
 from harness.scorers.probes.base import ProbeUnavailable
 from harness.scorers.probes.semantic import DEFAULT_MODEL, EmbeddingProbe
 from harness.scorers.tvd import EMPTY_MODEL_TVD
-from harness.scoring import Metric, ScorerUnavailable, counts_known
+from harness.scoring.base import Metric, ScorerUnavailable, counts_known
 
 #: The group of the words without an embedding.
 NO_EMBEDDING = "<no embedding>"

@@ -21,7 +21,7 @@ import numpy as np
 from harness.instances import Instance
 from harness.scorers.cloze import ClozeScorer
 from harness.scorers.distributions import top_word
-from harness.scoring import Metric
+from harness.scoring.base import Metric
 
 
 class Top1Scorer(ClozeScorer):

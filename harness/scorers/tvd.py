@@ -19,9 +19,9 @@ import numpy as np
 from harness.instances import Instance
 from harness.scorers.cloze import ClozeScorer, present
 from harness.scorers.distributions import counts_tvd
-from harness.scoring import Metric
+from harness.scoring.base import Metric
+from harness.scoring.stats import mean_metric
 from harness.seeding import metric_rngs
-from harness.stats import mean_metric
 
 #: TVD assigned when the model produced no accepted word: the maximum distance.
 EMPTY_MODEL_TVD = 1.0

@@ -47,14 +47,14 @@ from harness.errors import HarnessError
 from harness.instances import GenerationInstance, Instance
 from harness.options import Option, Options, boolean, one_of, positive_int
 from harness.requests import GenerateResponse
-from harness.scorer_args import ArgsScorer
 from harness.scorers.probes.base import Probe, ProbeUnavailable
 from harness.scorers.probes.lexical import NgramProbe
 from harness.scorers.probes.semantic import EmbeddingProbe
 from harness.scorers.probes.syntactic import PosNgramProbe
-from harness.scoring import Metric, ScorerUnavailable
+from harness.scoring.args import ArgsScorer
+from harness.scoring.base import Metric, ScorerUnavailable
+from harness.scoring.stats import mean_metric, split_half, split_spread
 from harness.seeding import metric_rngs
-from harness.stats import mean_metric, split_half, split_spread
 
 #: The seed the original study re-seeded its generator with for every input.
 PAPER_SEED = 42
@@ -64,7 +64,7 @@ DISTANCE_DECIMALS = 6
 UNDEFINED_CHOICES = ("drop", "zero")
 
 
-#: Arguments every variability scorer takes besides the bootstrap ones (``harness.scorer_args.BOOTSTRAP_OPTIONS``);
+#: Arguments every variability scorer takes besides the bootstrap ones (``harness.scoring.args.BOOTSTRAP_OPTIONS``);
 #: the rest are its probe's (``Probe.options``).
 VARIABILITY_OPTIONS = Options(
     Option("n_splits", positive_int, 10, "random split-half human controls per input"),

@@ -1,12 +1,12 @@
 """The ``hf`` model adapter: a transformers model answering ``sample_words`` with the trie sampler, ``generate``
-with the batched generator (``harness.plugins.hf.generator``) and the multiple-choice queries (``loglikelihood``,
-``next_token``, ``similarity``) with the query scorer (``harness.plugins.hf.query_scoring``). Sequence-to-sequence
-models answer everything but ``sample_words``. Causal models also implement ``harness.models.TokenLevelModel`` (a text
-as the model's tokens, next-token log-probabilities; ``harness.plugins.hf.token_level``) for the next-token games of
-``harness collect``.
+with the batched generator (``harness.plugins.hf.generate.generator``) and the multiple-choice queries
+(``loglikelihood``, ``next_token``, ``similarity``) with the query scorer (``harness.plugins.hf.queries.scoring``).
+Sequence-to-sequence models answer everything but ``sample_words``. Causal models also implement
+``harness.models.TokenLevelModel`` (a text as the model's tokens, next-token log-probabilities;
+``harness.plugins.hf.queries.token_level``) for the next-token games of ``harness collect``.
 
 ``--model hf:NAME`` takes a packaged alias (``smollm2-135m``: SmolLM2-135M-Instruct, dequantised from a Q4_1 GGUF),
-a local checkpoint directory or a hub id (see ``harness.plugins.hf.model_source``). ``--model-args`` are declared in
+a local checkpoint directory or a hub id (see ``harness.plugins.hf.loading.source``). ``--model-args`` are declared in
 :attr:`HFAdapter.options` (``harness ls models --options`` prints them): ``dtype``, ``revision``,
 ``trust_remote_code`` (default false: a checkpoint's own Python code is only run when the user says so),
 ``max_batch`` (cap on the rows of one forward pass, also under ``--batch-size auto``) and ``contexts_per_pass``.
@@ -25,20 +25,20 @@ from transformers.utils import logging as transformers_logging
 from harness.errors import HarnessError, ModelLoadError
 from harness.models import ModelAdapter, ModelSpec
 from harness.options import Option, Options, boolean, one_of, optional, or_auto, positive_int, text
-from harness.plugins.hf.generator import BatchGenerator
-from harness.plugins.hf.load_options import (
+from harness.plugins.hf.generate.generator import BatchGenerator
+from harness.plugins.hf.loading.model import LoadedModel, load_hf_model
+from harness.plugins.hf.loading.options import (
     AUTO_CONTEXTS_PER_PASS,
     AUTO_STEP_ROWS,
     DTYPE_NAMES,
     resolve_batch_size,
     resolve_device,
 )
-from harness.plugins.hf.loading import LoadedModel, load_hf_model
-from harness.plugins.hf.query_scoring import QueryScorer
-from harness.plugins.hf.static_pass import PASS_CAPTURES, capture_for
-from harness.plugins.hf.token_level import TokenLevel
-from harness.plugins.hf.word_distribution import ExactWordSearch
-from harness.plugins.hf.word_sampler import TrieWordSampler
+from harness.plugins.hf.queries.scoring import QueryScorer
+from harness.plugins.hf.queries.token_level import TokenLevel
+from harness.plugins.hf.trie.static_pass import PASS_CAPTURES, capture_for
+from harness.plugins.hf.trie.word_distribution import ExactWordSearch
+from harness.plugins.hf.trie.word_sampler import TrieWordSampler
 from harness.progress import progress_enabled
 from harness.requests import (
     GenerateRequest,
@@ -58,13 +58,13 @@ from harness.requests import (
 #: Contexts whose trie levels share forward passes (``--model-args contexts_per_pass=N``) when none is given, per
 #: device type; see ``sample_many``. Requests of one block share passes, so wider blocks make fuller passes out of
 #: the few rows each context's deep trie levels (or each prompt's last generation steps) hold
-#: (:data:`harness.plugins.hf.load_options.AUTO_CONTEXTS_PER_PASS` has the measurements).
+#: (:data:`harness.plugins.hf.loading.options.AUTO_CONTEXTS_PER_PASS` has the measurements).
 DEFAULT_CONTEXTS_PER_PASS = AUTO_CONTEXTS_PER_PASS["cpu"]
 
 
 def _dtype_name(value: Any) -> str:
-    """A dtype name the loader accepts (``harness.plugins.hf.load_options.DTYPE_NAMES``, any case), read as the loader
-    reads it (the empty string is the default, float32)."""
+    """A dtype name the loader accepts (``harness.plugins.hf.loading.options.DTYPE_NAMES``, any case), read as the
+    loader reads it (the empty string is the default, float32)."""
     if not isinstance(value, str):
         raise ValueError(f"expected a string, got {value!r} ({type(value).__name__})")
     name = (value or "float32").strip().lower()
@@ -203,7 +203,7 @@ class HFAdapter(ModelAdapter):
 
     def word_distribution_many(self, requests: list[WordDistributionRequest]) -> list[WordDistributionResponse]:
         """The exact next-word distribution after each context up to ``epsilon``
-        (``harness.plugins.hf.word_distribution``), with the words of ``n_samples`` samples drawn by the ordinary
+        (``harness.plugins.hf.trie.word_distribution``), with the words of ``n_samples`` samples drawn by the ordinary
         sampler with the request's seed."""
         sampler = self._word_sampler()
         if self._search is None:
@@ -250,7 +250,7 @@ class HFAdapter(ModelAdapter):
 
     # ------------------------------------------------------------------ token level (harness.models.TokenLevelModel)
     def _tokens(self) -> TokenLevel:
-        """The token-level view of the loaded model (``harness.plugins.hf.token_level``), built on first use."""
+        """The token-level view of the loaded model (``harness.plugins.hf.queries.token_level``), built on first use."""
         if self._token_level is None:
             loaded = self.loaded
             self._token_level = TokenLevel(

@@ -1,5 +1,5 @@
 """The download helpers the loaders use (``from harness.plugins.loaders import downloads``): they live in
-:mod:`harness.downloads`, shared with ``harness data fetch``; this module keeps the loaders' import path.
+:mod:`harness.data.downloads`, shared with ``harness data fetch``; this module keeps the loaders' import path.
 
 Every loader fetch goes through them: a temporary file renamed into place only when complete, a size cap and a
 deadline, a body shorter than its ``Content-Length`` refused, and ``HARNESS_DATA_MIRROR`` honoured.
@@ -7,7 +7,7 @@ deadline, a body shorter than its ``Content-Length`` refused, and ``HARNESS_DATA
 
 from __future__ import annotations
 
-from harness.downloads import (
+from harness.data.downloads import (
     MIRROR_ENV,
     TRANSFER_ERRORS,
     Deadline,

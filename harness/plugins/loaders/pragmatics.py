@@ -48,7 +48,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from harness.data import LoadedData, downloads_allowed, hash_files, takes_options
+from harness.data.loaders import LoadedData, downloads_allowed, hash_files, takes_options
 from harness.errors import DataNotFoundError, HarnessError, shorten_repr
 from harness.instances import ChoiceInstance, Instance
 from harness.options import Option, Options, one_of, optional

@@ -11,7 +11,7 @@ tables that are all some environments have (see ``docs/data.md``):
 The official file is turned into positions exactly as the seed code ``preprocess_provo_corpus()`` did, so both
 kinds of input give the same instances: responses are summed per (Text_ID, Word_Number, Response), the context
 is the first ``Word_Number - 1`` space-separated tokens of the passage and the target is token ``Word_Number``.
-Human responses are then normalised with :func:`harness.text.normalise_word` (a phrase kept whole), and the
+Human responses are then normalised with :func:`harness.words.rules.normalise_word` (a phrase kept whole), and the
 request kind cuts them by the task's word rule, the function model words go through (``harness.kinds.words``:
 under ``provo`` the three responses ``00 puq`` count as ``00``; ``provo-paper`` keeps them as the study did).
 
@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from harness.data import LoadedData, downloads_allowed, hash_files, takes_options
+from harness.data.loaders import LoadedData, downloads_allowed, hash_files, takes_options
 from harness.errors import DataNotFoundError, HarnessError
 from harness.files import read_bytes
 from harness.instances import Instance

@@ -1,6 +1,6 @@
 """Normalising raw Provo positions into :class:`ClozeInstance` records, with the optional Mac-Roman repair.
 
-Human responses go through :func:`harness.text.normalise_word` (a phrase kept whole); the request kind then cuts
+Human responses go through :func:`harness.words.rules.normalise_word` (a phrase kept whole); the request kind then cuts
 them by the task's word rule, as it cuts model words (``harness.kinds.words``).
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from harness.instances import ClozeInstance
 from harness.plugins.loaders.provo_readers import Position
-from harness.text import normalise_word
+from harness.words.rules import normalise_word
 
 #: Characters that are Mac-Roman punctuation bytes read as Latin-1 (``doesnÕt`` is ``doesn’t``). Kept by default,
 #: as the seed did; ``repair_mac_roman: true`` maps them back.

@@ -18,7 +18,7 @@ from typing import Any
 from harness.errors import HarnessError, one_line, shorten, shorten_repr
 from harness.files import check_no_nul, read_bytes, read_utf8
 from harness.plugins.loaders.text_files import MAX_DATA_INT, file_lines, json_int, jsonl_records
-from harness.text import normalise_word
+from harness.words.rules import normalise_word
 
 OFFICIAL_COLUMNS = ("Text_ID", "Text", "Word_Number", "Response", "Response_Count")
 RESPONSES_COLUMNS = ("text_id", "word_num", "target_word", "response", "response_count")

@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.data import LoadedData, hash_files, takes_options
+from harness.data.loaders import LoadedData, hash_files, takes_options
 from harness.errors import DataNotFoundError, HarnessError, one_line, shorten_repr
 from harness.instances import GenerationInstance, Instance
 from harness.options import Option, Options, one_of, optional

@@ -37,7 +37,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from harness.data import LoadedData, downloads_allowed, hash_files, takes_options
+from harness.data.loaders import LoadedData, downloads_allowed, hash_files, takes_options
 from harness.errors import DataNotFoundError, HarnessError, shorten_repr
 from harness.files import check_no_nul
 from harness.instances import GenerationInstance, Instance

@@ -47,7 +47,7 @@ from harness.requests import (
     WordDistributionRequest,
     WordDistributionResponse,
 )
-from harness.text import rule_word
+from harness.words.rules import rule_word
 
 #: Words every mock answer can use besides the input's own words (most frequent first).
 COMMON_WORDS: tuple[str, ...] = (

@@ -1,7 +1,7 @@
 """Asking an API model for next words, in the two ways the original Provo study asked ChatGPT.
 
 ``independent``: every sample is its own request. On a completions endpoint the context is continued as plain text
-and the first word of the continuation is taken, exactly as the ``hf`` adapter does (``harness.text``); on a chat
+and the first word of the continuation is taken, exactly as the ``hf`` adapter does (``harness.words.rules``); on a chat
 endpoint the model is asked for one plausible next word. ``list``: one request asks for all ``n`` words at once; the
 reply is parsed line by line (numbering, bullets, quotes and commas are tolerated) and the count that came back is
 reported, short lists as ``rejected["missing"]``, so that a short answer is visible rather than silently rescaled.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from harness.reply_words import first_word_of_reply, parse_word_list
+from harness.words.replies import first_word_of_reply, parse_word_list
 
 ClozeStyle = Literal["independent", "list"]
 CLOZE_STYLES: tuple[str, ...] = ("independent", "list")

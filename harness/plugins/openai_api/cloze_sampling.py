@@ -2,8 +2,8 @@
 
 ``cloze=independent``: one request per sample, each with its own seed. On ``/completions`` the context is continued
 as plain text and the first complete word is taken exactly as the ``hf`` adapter takes it
-(``harness.text.decide_word``); on chat the model is asked for one plausible next word and the reply's first word is
-taken. ``cloze=list``: one request asks for a numbered list of ``n`` words. The prompts and the reply parsing are
+(``harness.words.rules.decide_word``); on chat the model is asked for one plausible next word and the reply's first word
+is taken. ``cloze=list``: one request asks for a numbered list of ``n`` words. The prompts and the reply parsing are
 ``harness.plugins.openai_api.cloze``'s.
 """
 
@@ -13,7 +13,7 @@ from harness.plugins.openai_api.cloze import ONE_WORD_PROMPT, WORD_LIST_PROMPT, 
 from harness.plugins.openai_api.endpoint import EndpointSetup, choice_text, completion_tokens, sample_seed, usage_of
 from harness.plugins.openai_api.transport import ApiCall
 from harness.requests import DecodingConfig, SampleWordsRequest, SampleWordsResponse
-from harness.text import decide_word
+from harness.words.rules import decide_word
 
 
 class ClozeSampler:

@@ -1,7 +1,7 @@
 """Sending API calls: bounded concurrency, retries, and a store that keeps every response the moment it arrives.
 
 Every call is keyed by its endpoint, its exact JSON body (seed included) and its sample index. A response is
-written to the store (``harness.store.ResponseStore``: one fsynced JSON line each) before anything else happens,
+written to the store (``harness.outputs.store.ResponseStore``: one fsynced JSON line each) before anything else happens,
 so a run killed at any point, or ended by a spent retry budget, has lost at most the calls in flight; the rerun
 finds the rest in the store and sends only what is missing. An identical rerun sends nothing.
 """
@@ -19,8 +19,8 @@ from typing import Any, Literal
 import openai
 
 from harness.errors import HarnessError
+from harness.outputs.store import ResponseStore
 from harness.plugins.openai_api.retry import RETRYABLE_STATUS, RetryBudget, RetryPolicy, parse_retry_after
-from harness.store import ResponseStore
 
 Endpoint = Literal["completions", "chat"]
 

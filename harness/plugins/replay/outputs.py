@@ -6,7 +6,7 @@ things the ``replay`` adapter can answer requests with:
 
 * ``words``: next words with counts, already cut from their continuations by whoever produced them (only where
   the raw text was not released: the study's GPT-2 files);
-* ``texts``: raw continuations or replies, cut into words by the harness's own rules (``harness.text``), exact or
+* ``texts``: raw continuations or replies, cut into words by the harness's own rules (``harness.words.rules``), exact or
   paper, whichever the task asks for; ``ended`` says whether each text ended where the model stopped (a chat reply)
   or was cut off after a token budget (a 5-token continuation), which the exact rule needs to know;
 * ``option_probs``: a probability per option of a multiple-choice item, in the instance's own option order.

@@ -7,7 +7,7 @@ The files (``provo/reference_outputs/TVD/`` in the data folder; see its ``SOURCE
   ``{text_id: {word_num: {"context": {"text"}, "ancestral_samples": [{"pred", "count"}], ...}}}``. Only the words
   the study cut from each 5-token continuation were released, not the continuations, so these are replayed as
   words (``provo-gpt2``); the study's failure marker ``Failed to generate word`` is kept as written, so the word
-  rule decides what it is (``harness.reply_words.recorded_word``).
+  rule decides what it is (``harness.words.replies.recorded_word``).
 * ``BLOOM/Generations/bloom_generations.json``: ``{"0": {"context", "original_positioning": {text_id, word_num},
   "original_generations": [40 raw continuations]}}`` for 670 positions (``provo-bloom``). The continuations were
   cut off after a token budget, so they did not end where the model stopped.

@@ -71,14 +71,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness import sentence_encoders
-
-# The base class and its item and result types live in the core; they are importable from here too.
-from harness.classifiers import AnswerClassifier, Classification, ClassifyItem
 from harness.errors import ModelLoadError
 from harness.options import Option, Options, optional, positive_int
 from harness.scorers.probes.semantic import DEFAULT_MODEL, device_spec, model_id, resolve_model
-from harness.sentence_encoders import resolve_device
+from harness.scoring import sentence_encoders
+
+# The base class and its item and result types live in the core; they are importable from here too.
+from harness.scoring.classifiers import AnswerClassifier, Classification, ClassifyItem
+from harness.scoring.sentence_encoders import resolve_device
 
 #: Cosine an answer needs with its most similar option to be classified by similarity (calibration above).
 DEFAULT_THRESHOLD = 0.25
@@ -215,7 +215,7 @@ class MatchThenSimilarityClassifier(AnswerClassifier):
 
     def _model(self) -> Any:
         """The sentence-transformers model, loaded on first use and shared with the semantic probe per process
-        (``harness.sentence_encoders``); :class:`ModelLoadError` with the reason when it cannot load."""
+        (``harness.scoring.sentence_encoders``); :class:`ModelLoadError` with the reason when it cannot load."""
         if self._device is None:
             self._device = resolve_device(self.device_name)
         try:

@@ -54,12 +54,12 @@ from harness.errors import HarnessError
 from harness.instances import ChoiceInstance, Instance
 from harness.options import Option, Options, one_of, positive_int
 from harness.options import positive_float as _positive_float
-from harness.scorer_args import ArgsScorer
 from harness.scorers.choice.binomial import PAPER_RATE_EPSILON as PAPER_RATE_EPSILON
 from harness.scorers.choice.binomial import binomial_loglik as binomial_loglik
 from harness.scorers.choice.binomial import clip_rate as clip_rate
 from harness.scorers.choice.binomial import paper_binomial
-from harness.scoring import PROPORTIONS_NOTE, Metric, counted_people_reason
+from harness.scoring.args import ArgsScorer
+from harness.scoring.base import PROPORTIONS_NOTE, Metric, counted_people_reason
 from harness.seeding import metric_rngs
 
 CHOICE_RULES: tuple[str, ...] = ("auto", "normalize", "softmax", "argmax")

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.choice_prompts import render_choice_prompt
 from harness.instances import ChoiceInstance, Instance
+from harness.prompts.choice import render_choice_prompt
 from harness.requests import SimilarityRequest, SimilarityResponse
 from harness.scorers.choice.common import ChoiceScorer, order_count
 

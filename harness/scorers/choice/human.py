@@ -33,9 +33,9 @@ from harness.instances import ChoiceInstance, Instance
 from harness.options import Option, Options, positive_int
 from harness.scorers.choice.binomial import binomial_loglik, clip_rate
 from harness.scorers.choice.common import ChoiceScorer, ItemHuman, smooth, tvd
-from harness.scoring import PROPORTIONS_NOTE, Metric, counted_people_reason
+from harness.scoring.base import PROPORTIONS_NOTE, Metric, counted_people_reason
+from harness.scoring.stats import split_spread
 from harness.seeding import metric_rngs
-from harness.stats import split_spread
 
 
 class HumanChoiceScorer(ChoiceScorer):

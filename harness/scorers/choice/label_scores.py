@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.choice_prompts import option_labels, option_order, render_choice_prompt
 from harness.instances import ChoiceInstance, Instance
 from harness.options import Option, Options
 from harness.options import text as text_value
+from harness.prompts.choice import option_labels, option_order, render_choice_prompt
 from harness.requests import NextTokenRequest, NextTokenResponse
 from harness.scorers.choice.common import ChoiceScorer, order_count
 

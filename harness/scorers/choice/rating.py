@@ -18,9 +18,9 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import softmax
 
-from harness.choice_prompts import render_rating_prompt
 from harness.instances import ChoiceInstance, Instance
 from harness.options import Option, Options
+from harness.prompts.choice import render_rating_prompt
 from harness.requests import LoglikelihoodRequest, LoglikelihoodResponse
 from harness.scorers.choice.common import ChoiceScorer, order_count
 

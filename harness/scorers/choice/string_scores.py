@@ -20,10 +20,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.choice_prompts import option_order, render_choice_prompt
 from harness.instances import ChoiceInstance, Instance
 from harness.options import Option, Options, boolean
 from harness.options import text as text_value
+from harness.prompts.choice import option_order, render_choice_prompt
 from harness.requests import LoglikelihoodRequest, LoglikelihoodResponse
 from harness.scorers.choice.common import ChoiceScorer, order_count
 

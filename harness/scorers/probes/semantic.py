@@ -7,10 +7,10 @@ any other sentence-transformers model is one ``model`` argument away (a local pa
 task's choice for its language: an English model embeds German text without complaint, so ``describe`` records the
 languages it was used for.
 
-The model is loaded once per process (``harness.sentence_encoders``, which the embedding answer classifier shares)
-and each distinct (truncated) text is embedded once per probe, that is per run, in batches (a batch's composition
-changes its vectors in the last float bits, so vectors are not shared across runs); ``distances`` is then one
-matrix product of unit vectors. An empty text is embedded as the model embeds it (``[CLS] [SEP]`` for MiniLM), so
+The model is loaded once per process (``harness.scoring.sentence_encoders``, which the embedding answer classifier
+shares) and each distinct (truncated) text is embedded once per probe, that is per run, in batches (a batch's
+composition changes its vectors in the last float bits, so vectors are not shared across runs); ``distances`` is then
+one matrix product of unit vectors. An empty text is embedded as the model embeds it (``[CLS] [SEP]`` for MiniLM), so
 its distances are defined. Note that the model itself only reads the first ``max_seq_length`` tokens of a text (256
 for MiniLM); ``describe`` records that limit.
 """
@@ -23,13 +23,13 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness import sentence_encoders
 from harness.options import Option, Options, optional, positive_int
 from harness.options import text as text_value
 from harness.scorers.probes.base import Probe, ProbeUnavailable
 from harness.scorers.probes.embedding_models import DEFAULT_MODEL, resolve_model
 from harness.scorers.probes.truncation import Truncator
-from harness.sentence_encoders import resolve_device
+from harness.scoring import sentence_encoders
+from harness.scoring.sentence_encoders import resolve_device
 
 #: ``DEFAULT_MODEL`` and ``resolve_model`` live in ``embedding_models`` (the truncator resolves names the same way);
 #: they stay importable from here, where the probe's users (choice classifiers, ``semantic_tvd``) look for them.

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.data import LoadedData
+from harness.data.loaders import LoadedData
 from harness.errors import HarnessError, shorten_repr
 from harness.instances import Instance
 from harness.options import Option, Options, optional

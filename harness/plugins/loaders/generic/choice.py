@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.data import LoadedData, takes_options
+from harness.data.loaders import LoadedData, takes_options
 from harness.errors import HarnessError, shorten_repr
 from harness.instances import ChoiceInstance
 from harness.options import Option, Options, optional

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.data import LoadedData, takes_options
+from harness.data.loaders import LoadedData, takes_options
 from harness.errors import HarnessError
 from harness.instances import ClozeInstance
 from harness.options import Option, Options, optional
@@ -42,7 +42,7 @@ from harness.plugins.loaders.generic.fields import RowError, column_or_template
 from harness.plugins.loaders.generic.human import recover_counts
 from harness.plugins.loaders.generic.normalise import Normaliser
 from harness.plugins.loaders.generic.passages import Passages, passages_option, read_passages
-from harness.text import normalise_word
+from harness.words.rules import normalise_word
 
 LOADER = "generic_cloze"
 #: A cloze study's usual coding: case and punctuation variants are one answer, an empty box is no answer.

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.data import LoadedData, takes_options
+from harness.data.loaders import LoadedData, takes_options
 from harness.errors import HarnessError
 from harness.instances import GenerationInstance
 from harness.options import Option, Options, optional

@@ -32,12 +32,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.data.tables.cells import is_empty
 from harness.errors import shorten_repr
 from harness.options import Option, Options, one_of, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, family, family_columns
 from harness.plugins.loaders.generic.packed import Packed, check_packed, check_pieces, packed_option
 from harness.plugins.loaders.generic.participants import RESPONSE, ParticipantsSpec, participants_option
-from harness.tables.cells import is_empty
 
 SHAPES = ("long", "list", "mapping", "parallel", "participants")
 #: How far from a whole number a proportion times the number of people may be and still be read as a count

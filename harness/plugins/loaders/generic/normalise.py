@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.data_paths import resolve_data_file
+from harness.data.paths import resolve_data_file
 from harness.errors import HarnessError, shorten_repr
 from harness.files import decode_utf8, read_bytes
 from harness.task_config import load_yaml
-from harness.text import strip_punctuation
+from harness.words.rules import strip_punctuation
 
 #: The largest replacements file read (a spelling list is kilobytes; anything near this is the wrong file).
 MAX_REPLACEMENTS_BYTES = 64 << 20

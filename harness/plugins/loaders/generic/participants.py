@@ -29,11 +29,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.data.tables.cells import is_empty
 from harness.errors import HarnessError, shorten, shorten_repr
 from harness.options import Option, Options, optional
 from harness.plugins.loaders.generic.fields import family, family_keys
 from harness.plugins.loaders.generic.table import Table, bad_rows, key_text
-from harness.tables.cells import is_empty
 
 #: The columns the reshape adds (beside the ``item_columns`` and ``header_rows`` names).
 ITEM = "item"

@@ -1,0 +1,1 @@
+"""Outputs: a run's response store, its output folder's layout and lock, and the results files (layer 4)."""

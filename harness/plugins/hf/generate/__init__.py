@@ -1,0 +1,1 @@
+"""The generation engine: ``generate``, many samples per prompt in one batch."""
