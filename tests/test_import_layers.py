@@ -38,13 +38,13 @@ LAYERS: dict[str, int] = {
     "requests": 1,
     # 2. request kinds
     "kinds": 2,
-    # 3. plugins, the registry and the public API
+    # 3. plugins, the registry, the public API, and what a run writes (the API exports the response store)
     "hookspecs": 3,
     "registry": 3,
     "api": 3,
     "api_reference": 3,
-    # 4. what a run writes, and who answers its requests
-    "outputs": 4,
+    "outputs": 3,
+    # 4. who answers a run's requests
     "executors": 4,
     # 5. a run
     "run": 5,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any
 
-from harness.hookspecs import hookimpl
+from harness.api import hookimpl
 
 
 @hookimpl

@@ -21,11 +21,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
-from harness.options import Option, Options, boolean, positive_int
+from harness.api import Instance, Metric, Option, Options, boolean, positive_int
 from harness.scorers.distributions import top_word, tvd
 from harness.scorers.exact_distribution import WordDistributionScorer
-from harness.scoring.base import Metric
 
 
 def renormalised(logprobs: dict[str, float]) -> dict[str, float]:

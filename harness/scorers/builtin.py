@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.hookspecs import hookimpl
+from harness.api import hookimpl
 from harness.scorers.biased_estimator import BiasedEstimatorScorer
 from harness.scorers.choice.embedding import EmbeddingScorer
 from harness.scorers.choice.free_generation import FreeGenerationScorer

@@ -24,14 +24,20 @@ from typing import Any, ClassVar, TypeVar
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.instances import ClozeInstance, Instance
-from harness.requests import SampleWordsResponse
+from harness.api import (
+    PROPORTIONS_NOTE,
+    ArgsScorer,
+    ClozeInstance,
+    HarnessError,
+    Instance,
+    Metric,
+    SampleWordsResponse,
+    ScorerUnavailable,
+    counted_people_reason,
+    mean_metric,
+    metric_rngs,
+)
 from harness.scorers.distributions import Counts, split_halves
-from harness.scoring.args import ArgsScorer
-from harness.scoring.base import PROPORTIONS_NOTE, Metric, ScorerUnavailable, counted_people_reason
-from harness.scoring.stats import mean_metric
-from harness.seeding import metric_rngs
 
 #: A response type with ``from_record`` (``SampleWordsResponse``, ``WordDistributionResponse``).
 R = TypeVar("R")

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from harness.errors import HarnessError
+from harness.api import HarnessError
 
 #: Numbers of people or samples per word; human data given as proportions has shares here (see the module docstring).
 Counts = Mapping[str, int] | Mapping[str, float]

@@ -39,8 +39,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
-from harness.options import Option, Options, int_range, one_of, positive_int
+from harness.api import (
+    Instance,
+    Metric,
+    Option,
+    Options,
+    bootstrap_metric,
+    counts_known,
+    int_range,
+    mean_metric,
+    metric_rngs,
+    one_of,
+    positive_int,
+    split_spread,
+)
 from harness.scorers.calibration import ece_columns
 from harness.scorers.cloze import ClozeScorer, human_splits, present
 from harness.scorers.distributions import Counts, as_number, majority_words, top_word
@@ -53,9 +65,6 @@ from harness.scorers.paper_provo import (
     predict_paper,
     subset_counts,
 )
-from harness.scoring.base import Metric, counts_known
-from harness.scoring.stats import bootstrap_metric, mean_metric, split_spread
-from harness.seeding import metric_rngs
 
 PREDICTORS = ("model", "human", "oracle")
 GOLDS = ("corpus", "majority", "heldout")

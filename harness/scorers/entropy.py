@@ -14,10 +14,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
+from harness.api import Instance, Metric
 from harness.scorers.cloze import ClozeScorer
 from harness.scorers.distributions import entropy_bits
-from harness.scoring.base import Metric
 
 
 class EntropyScorer(ClozeScorer):

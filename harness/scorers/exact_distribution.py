@@ -16,12 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.requests import WordDistributionResponse
+from harness.api import Metric, WordDistributionResponse, bootstrap_metric, metric_rngs
 from harness.scorers.calibration import expected_calibration_error
 from harness.scorers.cloze import ClozeScorer
-from harness.scoring.base import Metric
-from harness.scoring.stats import bootstrap_metric
-from harness.seeding import metric_rngs
 
 
 def bounded_tvd(probs: Mapping[str, float], residual: float, human: Mapping[str, int | float]) -> tuple[float, float]:

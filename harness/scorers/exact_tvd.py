@@ -35,13 +35,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
-from harness.options import Option, Options, positive_int
+from harness.api import Instance, Metric, Option, Options, counts_known, positive_int
 from harness.scorers.cloze import human_splits
 from harness.scorers.distributions import counts_tvd, subsample
 from harness.scorers.exact_distribution import WordDistributionScorer, bounded_tvd
 from harness.scorers.sample_size import size_list
-from harness.scoring.base import Metric, counts_known
 
 
 class ExactTvdScorer(WordDistributionScorer):

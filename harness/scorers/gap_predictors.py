@@ -32,14 +32,12 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import norm
 
-from harness.instances import Instance
-from harness.options import Option, Options, positive_int
+from harness.api import Instance, Metric, Option, Options, ScorerUnavailable, positive_int, require_counted_people
 from harness.scorers.cloze import ClozeScorer, human_splits
 from harness.scorers.distributions import counts_tvd, entropy_bits
 from harness.scorers.pos_tvd import package_list
 from harness.scorers.probes import spacy_docs
 from harness.scorers.tvd import EMPTY_MODEL_TVD
-from harness.scoring.base import Metric, ScorerUnavailable, require_counted_people
 
 CONTINUOUS = ("entropy_human", "entropy_model", "tvd_oracle", "context_length")
 PUNCTUATION = frozenset(string.punctuation + "\u201c\u201d\u2018\u2019\u2014\u2013\u2026")

@@ -44,8 +44,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
-from harness.options import Option, Options, int_range, one_of, positive_int
+from harness.api import (
+    Instance,
+    Metric,
+    Option,
+    Options,
+    bootstrap_metric,
+    int_range,
+    mean_metric,
+    metric_rngs,
+    one_of,
+    positive_int,
+    require_counted_people,
+    split_spread,
+)
 from harness.scorers.cloze import ClozeScorer, human_splits, present
 from harness.scorers.distributions import (
     EXPAND_LIMIT,
@@ -64,9 +76,6 @@ from harness.scorers.paper_provo import (
     subset_counts,
 )
 from harness.scorers.tvd import EMPTY_MODEL_TVD
-from harness.scoring.base import Metric, require_counted_people
-from harness.scoring.stats import bootstrap_metric, mean_metric, split_spread
-from harness.seeding import metric_rngs
 
 #: Per-split model comparisons (absent in human-only runs).
 MODEL_KEYS = ("tvd_model_half", "tvd_model_sub_half")

@@ -23,9 +23,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
+from harness.api import Instance, Metric
 from harness.scorers.exact_distribution import WordDistributionScorer
-from harness.scoring.base import Metric
 
 KEYS = ("model_word", "model_token", "model_word_prob", "human_word", "human_token")
 

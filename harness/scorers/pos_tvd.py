@@ -25,13 +25,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import ClozeInstance, Instance
-from harness.options import Option, Options, positive_int, text
+from harness.api import ClozeInstance, Instance, Metric, Option, Options, counts_known, positive_int, text
 from harness.scorers.cloze import ClozeScorer, human_splits
 from harness.scorers.distributions import Counts, counts_by_group, counts_tvd
 from harness.scorers.probes import spacy_docs
 from harness.scorers.tvd import EMPTY_MODEL_TVD
-from harness.scoring.base import Metric, counts_known
 
 #: The tag of a word whose tokens could not be found after its context (should not happen; counted, not hidden).
 UNFOUND = "X"

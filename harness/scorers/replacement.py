@@ -36,15 +36,23 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import ks_2samp
 
-from harness.instances import Instance
-from harness.options import Option, Options, int_range, open_unit_float, positive_int
+from harness.api import (
+    Instance,
+    Metric,
+    Option,
+    Options,
+    int_range,
+    mean_metric,
+    metric_rngs,
+    open_unit_float,
+    positive_int,
+    require_counted_people,
+    split_spread,
+)
 from harness.scorers.cloze import ClozeScorer
 from harness.scorers.distributions import EXPAND_LIMIT, Counts, counts_tvd, draw_from_counts, expand, whole_counts
 from harness.scorers.sample_size import size_list
 from harness.scorers.tvd import EMPTY_MODEL_TVD
-from harness.scoring.base import Metric, require_counted_people
-from harness.scoring.stats import mean_metric, split_spread
-from harness.seeding import metric_rngs
 
 
 def disjoint_groups(counts: Counts, m: int, rng: np.random.Generator) -> tuple[dict[str, int], dict[str, int]]:

@@ -38,13 +38,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
-from harness.options import Option, Options, positive_int
+from harness.api import Instance, Metric, Option, Options, mean_metric, metric_rngs, positive_int
 from harness.scorers.cloze import ClozeScorer
 from harness.scorers.distributions import counts_tvd
-from harness.scoring.base import Metric
-from harness.scoring.stats import mean_metric
-from harness.seeding import metric_rngs
 
 DEFAULT_SIZES = (10, 20, 40, 100, 200, 400)
 #: Per instance and size: mean TVD, mean absolute error, mean signed error (bias), mean squared error.

@@ -32,17 +32,25 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.instances import Instance
-from harness.options import Option, Options, open_unit_float, optional, positive_int
-from harness.options import integer as integer_value
-from harness.options import text as text_value
+from harness.api import (
+    HarnessError,
+    Instance,
+    Metric,
+    Option,
+    Options,
+    ScorerUnavailable,
+    counts_known,
+    open_unit_float,
+    optional,
+    positive_int,
+)
+from harness.api import integer as integer_value
+from harness.api import text as text_value
 from harness.scorers.cloze import ClozeScorer, human_splits
 from harness.scorers.distributions import counts_by_group, counts_tvd
 from harness.scorers.probes.base import ProbeUnavailable
 from harness.scorers.probes.semantic import DEFAULT_MODEL, EmbeddingProbe
 from harness.scorers.tvd import EMPTY_MODEL_TVD
-from harness.scoring.base import Metric, ScorerUnavailable, counts_known
 
 #: The group of the words without an embedding.
 NO_EMBEDDING = "<no embedding>"

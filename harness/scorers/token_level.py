@@ -25,12 +25,10 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
-from harness.options import Option, Options, positive_int
+from harness.api import Instance, Metric, Option, Options, counts_known, positive_int
 from harness.scorers.cloze import human_splits
 from harness.scorers.distributions import Counts, as_number, counts_tvd, top_word
 from harness.scorers.exact_distribution import WordDistributionScorer, bounded_tvd
-from harness.scoring.base import Metric, counts_known
 
 
 def token_counts(counts: Counts, first_token: Mapping[str, str]) -> dict[str, int | float]:

@@ -18,10 +18,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
+from harness.api import Instance, Metric
 from harness.scorers.cloze import ClozeScorer
 from harness.scorers.distributions import top_word
-from harness.scoring.base import Metric
 
 
 class Top1Scorer(ClozeScorer):

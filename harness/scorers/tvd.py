@@ -16,12 +16,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import Instance
+from harness.api import Instance, Metric, mean_metric, metric_rngs
 from harness.scorers.cloze import ClozeScorer, present
 from harness.scorers.distributions import counts_tvd
-from harness.scoring.base import Metric
-from harness.scoring.stats import mean_metric
-from harness.seeding import metric_rngs
 
 #: TVD assigned when the model produced no accepted word: the maximum distance.
 EMPTY_MODEL_TVD = 1.0

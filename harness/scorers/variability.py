@@ -43,18 +43,28 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import wasserstein_distance
 
-from harness.errors import HarnessError
-from harness.instances import GenerationInstance, Instance
-from harness.options import Option, Options, boolean, one_of, positive_int
-from harness.requests import GenerateResponse
+from harness.api import (
+    ArgsScorer,
+    GenerateResponse,
+    GenerationInstance,
+    HarnessError,
+    Instance,
+    Metric,
+    Option,
+    Options,
+    ScorerUnavailable,
+    boolean,
+    mean_metric,
+    metric_rngs,
+    one_of,
+    positive_int,
+    split_half,
+    split_spread,
+)
 from harness.scorers.probes.base import Probe, ProbeUnavailable
 from harness.scorers.probes.lexical import NgramProbe
 from harness.scorers.probes.semantic import EmbeddingProbe
 from harness.scorers.probes.syntactic import PosNgramProbe
-from harness.scoring.args import ArgsScorer
-from harness.scoring.base import Metric, ScorerUnavailable
-from harness.scoring.stats import mean_metric, split_half, split_spread
-from harness.seeding import metric_rngs
 
 #: The seed the original study re-seeded its generator with for every input.
 PAPER_SEED = 42

@@ -22,9 +22,33 @@ import numpy as np
 import torch
 from transformers.utils import logging as transformers_logging
 
-from harness.errors import HarnessError, ModelLoadError
-from harness.models import ModelAdapter, ModelSpec
-from harness.options import Option, Options, boolean, one_of, optional, or_auto, positive_int, text
+from harness.api import (
+    GenerateRequest,
+    GenerateResponse,
+    HarnessError,
+    LoglikelihoodRequest,
+    LoglikelihoodResponse,
+    ModelAdapter,
+    ModelLoadError,
+    ModelSpec,
+    NextTokenRequest,
+    NextTokenResponse,
+    Option,
+    Options,
+    SampleWordsRequest,
+    SampleWordsResponse,
+    SimilarityRequest,
+    SimilarityResponse,
+    WordDistributionRequest,
+    WordDistributionResponse,
+    boolean,
+    one_of,
+    optional,
+    or_auto,
+    positive_int,
+    progress_enabled,
+    text,
+)
 from harness.plugins.hf.generate.generator import BatchGenerator
 from harness.plugins.hf.loading.model import LoadedModel, load_hf_model
 from harness.plugins.hf.loading.options import (
@@ -39,21 +63,6 @@ from harness.plugins.hf.queries.token_level import TokenLevel
 from harness.plugins.hf.trie.static_pass import PASS_CAPTURES, capture_for
 from harness.plugins.hf.trie.word_distribution import ExactWordSearch
 from harness.plugins.hf.trie.word_sampler import TrieWordSampler
-from harness.progress import progress_enabled
-from harness.requests import (
-    GenerateRequest,
-    GenerateResponse,
-    LoglikelihoodRequest,
-    LoglikelihoodResponse,
-    NextTokenRequest,
-    NextTokenResponse,
-    SampleWordsRequest,
-    SampleWordsResponse,
-    SimilarityRequest,
-    SimilarityResponse,
-    WordDistributionRequest,
-    WordDistributionResponse,
-)
 
 #: Contexts whose trie levels share forward passes (``--model-args contexts_per_pass=N``) when none is given, per
 #: device type; see ``sample_many``. Requests of one block share passes, so wider blocks make fuller passes out of

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.data.sets import DataFile, DataSet
+from harness.api import DataFile, DataSet
 from harness.plugins.loaders import asset, dailydialog, provo, wmt14, writingprompts
 from harness.plugins.loaders.pragmatics_hu import hu_paths
 from harness.plugins.loaders.pragmatics_release import (

@@ -23,10 +23,19 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.data.loaders import LoadedData, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError, shorten_repr
-from harness.instances import GenerationInstance, Instance
-from harness.options import Option, Options, one_of
+from harness.api import (
+    DataNotFoundError,
+    GenerationInstance,
+    HarnessError,
+    Instance,
+    LoadedData,
+    Option,
+    Options,
+    hash_files,
+    one_of,
+    shorten_repr,
+    takes_options,
+)
 from harness.plugins.loaders.option_types import folder
 from harness.plugins.loaders.text_files import file_lines, json_value, jsonl_records, read_utf8
 

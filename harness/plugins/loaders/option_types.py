@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.errors import shorten_repr
+from harness.api import shorten_repr
 
 
 def folder(value: Any) -> str:

@@ -48,10 +48,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from harness.data.loaders import LoadedData, downloads_allowed, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError, shorten_repr
-from harness.instances import ChoiceInstance, Instance
-from harness.options import Option, Options, one_of, optional
+from harness.api import (
+    ChoiceInstance,
+    DataNotFoundError,
+    HarnessError,
+    Instance,
+    LoadedData,
+    Option,
+    Options,
+    downloads_allowed,
+    hash_files,
+    one_of,
+    optional,
+    shorten_repr,
+    takes_options,
+)
 from harness.plugins.loaders import downloads
 from harness.plugins.loaders.option_types import folder
 from harness.plugins.loaders.pragmatics_hu import hu_paths, read_hu

@@ -19,7 +19,7 @@ import csv
 import io
 from pathlib import Path
 
-from harness.errors import DataNotFoundError, HarnessError, shorten_repr
+from harness.api import DataNotFoundError, HarnessError, shorten_repr
 from harness.plugins.loaders.pragmatics_items import Item, check_one_correct
 from harness.plugins.loaders.pragmatics_release import (
     COHERENCE_OPTIONS,

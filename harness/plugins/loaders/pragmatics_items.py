@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.errors import HarnessError, shorten_repr
+from harness.api import HarnessError, shorten_repr
 from harness.plugins.loaders.pragmatics_release import SIMPLE_LABELS
 
 

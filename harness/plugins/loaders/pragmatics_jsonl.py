@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, shorten_repr
+from harness.api import HarnessError, shorten_repr
 from harness.plugins.loaders.pragmatics_items import Item, check_one_correct
 from harness.plugins.loaders.pragmatics_release import N_OPTIONS, PHENOMENA
 from harness.plugins.loaders.text_files import file_lines, json_int, jsonl_records

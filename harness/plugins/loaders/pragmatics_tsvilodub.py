@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.errors import DataNotFoundError
+from harness.api import DataNotFoundError
 from harness.plugins.loaders.pragmatics_release import TSVILODUB_NAMES, TSVILODUB_PROMPTS, TSVILODUB_REPO_URL
 from harness.plugins.loaders.text_files import read_utf8
 

@@ -25,11 +25,20 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from harness.data.loaders import LoadedData, downloads_allowed, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError
-from harness.files import read_bytes
-from harness.instances import Instance
-from harness.options import Option, Options, one_of, optional
+from harness.api import (
+    DataNotFoundError,
+    HarnessError,
+    Instance,
+    LoadedData,
+    Option,
+    Options,
+    downloads_allowed,
+    hash_files,
+    one_of,
+    optional,
+    read_bytes,
+    takes_options,
+)
 from harness.plugins.loaders import downloads
 from harness.plugins.loaders.option_types import count, flag, folder, integers
 from harness.plugins.loaders.provo_instances import to_instance

@@ -6,9 +6,8 @@ them by the task's word rule, as it cuts model words (``harness.kinds.words``).
 
 from __future__ import annotations
 
-from harness.instances import ClozeInstance
+from harness.api import ClozeInstance, normalise_word
 from harness.plugins.loaders.provo_readers import Position
-from harness.words.rules import normalise_word
 
 #: Characters that are Mac-Roman punctuation bytes read as Latin-1 (``doesnÕt`` is ``doesn’t``). Kept by default,
 #: as the seed did; ``repair_mac_roman: true`` maps them back.

@@ -15,10 +15,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, one_line, shorten, shorten_repr
-from harness.files import check_no_nul, read_bytes, read_utf8
+from harness.api import (
+    HarnessError,
+    check_no_nul,
+    normalise_word,
+    one_line,
+    read_bytes,
+    read_utf8,
+    shorten,
+    shorten_repr,
+)
 from harness.plugins.loaders.text_files import MAX_DATA_INT, file_lines, json_int, jsonl_records
-from harness.words.rules import normalise_word
 
 OFFICIAL_COLUMNS = ("Text_ID", "Text", "Word_Number", "Response", "Response_Count")
 RESPONSES_COLUMNS = ("text_id", "word_num", "target_word", "response", "response_count")

@@ -11,8 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, one_line, shorten_repr
-from harness.files import decode_utf8, read_bytes, read_utf8
+from harness.api import HarnessError, decode_utf8, one_line, read_bytes, read_utf8, shorten_repr
 
 __all__ = ["decode_utf8", "file_lines", "json_value", "jsonl_records", "read_bytes", "read_utf8"]
 

@@ -34,10 +34,21 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.data.loaders import LoadedData, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError, one_line, shorten_repr
-from harness.instances import GenerationInstance, Instance
-from harness.options import Option, Options, one_of, optional
+from harness.api import (
+    DataNotFoundError,
+    GenerationInstance,
+    HarnessError,
+    Instance,
+    LoadedData,
+    Option,
+    Options,
+    hash_files,
+    one_line,
+    one_of,
+    optional,
+    shorten_repr,
+    takes_options,
+)
 from harness.plugins.loaders.option_types import folder
 from harness.plugins.loaders.text_files import decode_utf8, file_lines, jsonl_records
 

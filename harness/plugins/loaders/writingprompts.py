@@ -37,11 +37,22 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
 
-from harness.data.loaders import LoadedData, downloads_allowed, hash_files, takes_options
-from harness.errors import DataNotFoundError, HarnessError, shorten_repr
-from harness.files import check_no_nul
-from harness.instances import GenerationInstance, Instance
-from harness.options import Option, Options, one_of, optional
+from harness.api import (
+    DataNotFoundError,
+    GenerationInstance,
+    HarnessError,
+    Instance,
+    LoadedData,
+    Option,
+    Options,
+    check_no_nul,
+    downloads_allowed,
+    hash_files,
+    one_of,
+    optional,
+    shorten_repr,
+    takes_options,
+)
 from harness.plugins.loaders import downloads
 from harness.plugins.loaders.option_types import count, file_name, folder
 from harness.plugins.loaders.text_files import jsonl_records

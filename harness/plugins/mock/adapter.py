@@ -20,25 +20,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.models import ModelAdapter, ModelSpec
-from harness.options import (
-    Option,
-    Options,
-    number_range,
-    one_of,
-    open_unit_float,
-    positive_float,
-    positive_int,
-)
-from harness.requests import (
+from harness.api import (
     DecodingConfig,
     GenerateRequest,
     GenerateResponse,
+    HarnessError,
     LoglikelihoodRequest,
     LoglikelihoodResponse,
+    ModelAdapter,
+    ModelSpec,
     NextTokenRequest,
     NextTokenResponse,
+    Option,
+    Options,
     SampleWordsRequest,
     SampleWordsResponse,
     SimilarityRequest,
@@ -46,8 +40,13 @@ from harness.requests import (
     Surface,
     WordDistributionRequest,
     WordDistributionResponse,
+    number_range,
+    one_of,
+    open_unit_float,
+    positive_float,
+    positive_int,
+    rule_word,
 )
-from harness.words.rules import rule_word
 
 #: Words every mock answer can use besides the input's own words (most frequent first).
 COMMON_WORDS: tuple[str, ...] = (

@@ -22,9 +22,20 @@ from __future__ import annotations
 import re
 from typing import Any, ClassVar
 
-from harness.errors import ModelLoadError
-from harness.models import ModelAdapter, ModelSpec
-from harness.options import Options
+from harness.api import (
+    GenerateRequest,
+    GenerateResponse,
+    LoglikelihoodRequest,
+    LoglikelihoodResponse,
+    ModelAdapter,
+    ModelLoadError,
+    ModelSpec,
+    NextTokenRequest,
+    NextTokenResponse,
+    Options,
+    SampleWordsRequest,
+    SampleWordsResponse,
+)
 from harness.plugins.openai_api.cloze_sampling import ClozeSampler
 from harness.plugins.openai_api.endpoint import NEUTRAL_SAMPLING, REFUSALS, EndpointSetup
 from harness.plugins.openai_api.generation import Generator
@@ -32,16 +43,6 @@ from harness.plugins.openai_api.logprob_scoring import LogprobScorer
 from harness.plugins.openai_api.retry import RetryPolicy
 from harness.plugins.openai_api.settings import OPTIONS, OpenAISettings, parse_settings
 from harness.plugins.openai_api.transport import ApiTransport, Endpoint
-from harness.requests import (
-    GenerateRequest,
-    GenerateResponse,
-    LoglikelihoodRequest,
-    LoglikelihoodResponse,
-    NextTokenRequest,
-    NextTokenResponse,
-    SampleWordsRequest,
-    SampleWordsResponse,
-)
 
 
 class OpenAIAdapter(ModelAdapter):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from harness.words.replies import first_word_of_reply, parse_word_list
+from harness.api import first_word_of_reply, parse_word_list
 
 ClozeStyle = Literal["independent", "list"]
 CLOZE_STYLES: tuple[str, ...] = ("independent", "list")

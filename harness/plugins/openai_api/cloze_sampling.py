@@ -9,11 +9,10 @@ is taken. ``cloze=list``: one request asks for a numbered list of ``n`` words. T
 
 from __future__ import annotations
 
+from harness.api import DecodingConfig, SampleWordsRequest, SampleWordsResponse, decide_word
 from harness.plugins.openai_api.cloze import ONE_WORD_PROMPT, WORD_LIST_PROMPT, first_word_of_reply, parse_word_list
 from harness.plugins.openai_api.endpoint import EndpointSetup, choice_text, completion_tokens, sample_seed, usage_of
 from harness.plugins.openai_api.transport import ApiCall
-from harness.requests import DecodingConfig, SampleWordsRequest, SampleWordsResponse
-from harness.words.rules import decide_word
 
 
 class ClozeSampler:

@@ -14,11 +14,9 @@ from typing import Any
 
 import openai
 
-from harness.errors import HarnessError, ModelLoadError
+from harness.api import DecodingConfig, HarnessError, ModelLoadError, derive_seed
 from harness.plugins.openai_api.settings import OpenAISettings
 from harness.plugins.openai_api.transport import ApiTransport, Endpoint
-from harness.requests import DecodingConfig
-from harness.seeding import derive_seed
 
 #: Seeds sent to servers stay below 2**31: llama.cpp takes an unsigned 32-bit seed, others a signed 64-bit one.
 SEED_MODULUS = 2**31

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from harness.api import GenerateRequest, GenerateResponse
 from harness.plugins.openai_api.endpoint import EndpointSetup, choice_text, completion_tokens, sample_seed, usage_of
 from harness.plugins.openai_api.transport import ApiCall
-from harness.requests import GenerateRequest, GenerateResponse
 
 
 class Generator:

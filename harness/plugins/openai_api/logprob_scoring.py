@@ -13,7 +13,14 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from harness.errors import HarnessError
+from harness.api import (
+    HarnessError,
+    LoglikelihoodRequest,
+    LoglikelihoodResponse,
+    NextTokenRequest,
+    NextTokenResponse,
+    add_usage,
+)
 from harness.plugins.openai_api.echo import (
     PROBE_ALTERNATIVES,
     PROBE_TEXT,
@@ -25,13 +32,6 @@ from harness.plugins.openai_api.echo import (
 )
 from harness.plugins.openai_api.endpoint import REFUSALS, EndpointSetup, usage_of
 from harness.plugins.openai_api.transport import ApiCall
-from harness.requests import (
-    LoglikelihoodRequest,
-    LoglikelihoodResponse,
-    NextTokenRequest,
-    NextTokenResponse,
-    add_usage,
-)
 
 #: One continuation read from an echo: its token log-probabilities (``None``: not trusted, read again), its token
 #: strings, and the usage of the requests it took.

@@ -14,7 +14,7 @@ import random
 import time
 from dataclasses import dataclass, field
 
-from harness.errors import HarnessError
+from harness.api import HarnessError
 
 #: HTTP statuses worth asking again: timeouts, conflicts, rate limits and server-side errors.
 RETRYABLE_STATUS: frozenset[int] = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524})

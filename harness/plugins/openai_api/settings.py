@@ -17,23 +17,27 @@ from urllib.parse import urlparse
 
 import yaml
 
-from harness.errors import HarnessError, ModelLoadError, shorten, shorten_repr
-from harness.files import read_utf8
-from harness.options import (
+from harness.api import (
+    HarnessError,
+    ModelLoadError,
     Option,
     Options,
     boolean,
     int_range,
+    load_yaml,
     non_negative_float,
     non_negative_int,
     number_range,
     one_of,
     optional,
     positive_int,
+    read_utf8,
+    shorten,
+    shorten_repr,
     text,
+    yaml_problem,
 )
 from harness.plugins.openai_api.cloze import CLOZE_STYLES
-from harness.task_config import load_yaml, yaml_problem
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
 

@@ -18,8 +18,7 @@ from typing import Any, Literal
 
 import openai
 
-from harness.errors import HarnessError
-from harness.outputs.store import ResponseStore
+from harness.api import HarnessError, ResponseStore
 from harness.plugins.openai_api.retry import RETRYABLE_STATUS, RetryBudget, RetryPolicy, parse_retry_after
 
 Endpoint = Literal["completions", "chat"]

@@ -25,16 +25,30 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any, ClassVar
 
-from harness.data.loaders import resolve_data_dir
-from harness.errors import HarnessError
-from harness.instances import ChoiceInstance, Instance
-from harness.models import ModelAdapter, ModelSpec
-from harness.options import Option, Options, one_of, optional, text
+from harness.api import (
+    ChoiceInstance,
+    GenerateRequest,
+    GenerateResponse,
+    HarnessError,
+    Instance,
+    ModelAdapter,
+    ModelSpec,
+    Option,
+    OptionProbsRequest,
+    OptionProbsResponse,
+    Options,
+    SampleWordsRequest,
+    SampleWordsResponse,
+    final_word,
+    one_of,
+    optional,
+    parse_word_list,
+    recorded_word,
+    resolve_data_dir,
+    text,
+)
 from harness.plugins.replay.formats import FORMATS, read_outputs
 from harness.plugins.replay.outputs import RecordedChoices, RecordedEntry, RecordedOutputs
-from harness.requests import GenerateRequest, GenerateResponse, SampleWordsRequest, SampleWordsResponse
-from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
-from harness.words.replies import final_word, parse_word_list, recorded_word
 
 
 def _settings(spec: ModelSpec) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
-from harness.errors import HarnessError
+from harness.api import HarnessError
 from harness.plugins.replay.generic import read_generic
 from harness.plugins.replay.hu2023 import is_hu2023, read_hu2023
 from harness.plugins.replay.outputs import RecordedOutputs

@@ -19,8 +19,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, shorten_repr
-from harness.files import read_jsonl
+from harness.api import HarnessError, read_jsonl, shorten_repr
 from harness.plugins.replay.outputs import RecordedEntry, RecordedOutputs
 
 FORMAT = "jsonl"

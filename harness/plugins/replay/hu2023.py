@@ -36,8 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, shorten_repr
-from harness.files import read_utf8
+from harness.api import HarnessError, read_utf8, shorten_repr
 from harness.plugins.loaders.pragmatics_release import PHENOMENA, TASK_CODES
 from harness.plugins.replay.outputs import RecordedChoices, RecordedOutputs
 

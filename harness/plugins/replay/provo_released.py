@@ -27,8 +27,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.errors import HarnessError, shorten_repr
-from harness.files import read_json
+from harness.api import HarnessError, read_json, shorten_repr
 from harness.plugins.replay.outputs import RecordedEntry, RecordedOutputs
 
 CHATGPT_SETTINGS = ("unbiased_temp_1", "unbiased_temp_2", "diverse")

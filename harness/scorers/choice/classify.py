@@ -71,14 +71,19 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import ModelLoadError
-from harness.options import Option, Options, optional, positive_int
-from harness.scorers.probes.semantic import DEFAULT_MODEL, device_spec, model_id, resolve_model
-from harness.scoring import sentence_encoders
-
 # The base class and its item and result types live in the core; they are importable from here too.
-from harness.scoring.classifiers import AnswerClassifier, Classification, ClassifyItem
-from harness.scoring.sentence_encoders import resolve_device
+from harness.api import (
+    AnswerClassifier,
+    Classification,
+    ClassifyItem,
+    ModelLoadError,
+    Option,
+    Options,
+    optional,
+    positive_int,
+    sentence_encoders,
+)
+from harness.scorers.probes.semantic import DEFAULT_MODEL, device_spec, model_id, resolve_model
 
 #: Cosine an answer needs with its most similar option to be classified by similarity (calibration above).
 DEFAULT_THRESHOLD = 0.25
@@ -217,7 +222,7 @@ class MatchThenSimilarityClassifier(AnswerClassifier):
         """The sentence-transformers model, loaded on first use and shared with the semantic probe per process
         (``harness.scoring.sentence_encoders``); :class:`ModelLoadError` with the reason when it cannot load."""
         if self._device is None:
-            self._device = resolve_device(self.device_name)
+            self._device = sentence_encoders.resolve_device(self.device_name)
         try:
             return sentence_encoders.load(self.resolved, self._device)
         except sentence_encoders.EncoderLoadError as exc:

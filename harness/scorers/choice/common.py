@@ -50,17 +50,25 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import gammaln, log_softmax, softmax
 
-from harness.errors import HarnessError
-from harness.instances import ChoiceInstance, Instance
-from harness.options import Option, Options, one_of, positive_int
-from harness.options import positive_float as _positive_float
+from harness.api import (
+    PROPORTIONS_NOTE,
+    ArgsScorer,
+    ChoiceInstance,
+    HarnessError,
+    Instance,
+    Metric,
+    Option,
+    Options,
+    counted_people_reason,
+    metric_rngs,
+    one_of,
+    positive_int,
+)
+from harness.api import positive_float as _positive_float
 from harness.scorers.choice.binomial import PAPER_RATE_EPSILON as PAPER_RATE_EPSILON
 from harness.scorers.choice.binomial import binomial_loglik as binomial_loglik
 from harness.scorers.choice.binomial import clip_rate as clip_rate
 from harness.scorers.choice.binomial import paper_binomial
-from harness.scoring.args import ArgsScorer
-from harness.scoring.base import PROPORTIONS_NOTE, Metric, counted_people_reason
-from harness.seeding import metric_rngs
 
 CHOICE_RULES: tuple[str, ...] = ("auto", "normalize", "softmax", "argmax")
 #: How ``ll_binomial`` is computed: the harness's (mean target probability) or the follow-up study's (argmax rate).

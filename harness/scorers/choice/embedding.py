@@ -11,9 +11,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.instances import ChoiceInstance, Instance
-from harness.prompts.choice import render_choice_prompt
-from harness.requests import SimilarityRequest, SimilarityResponse
+from harness.api import ChoiceInstance, Instance, SimilarityRequest, SimilarityResponse, render_choice_prompt
 from harness.scorers.choice.common import ChoiceScorer, order_count
 
 

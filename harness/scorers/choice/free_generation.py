@@ -29,16 +29,29 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.errors import HarnessError
-from harness.instances import ChoiceInstance, Instance
-from harness.options import Option, Options, boolean, positive_int
-from harness.options import text as text_value
-from harness.prompts.choice import option_labels, option_order, render_choice_prompt
-from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
+from harness.api import (
+    AnswerClassifier,
+    ChoiceInstance,
+    Classification,
+    ClassifyItem,
+    DecodingConfig,
+    GenerateRequest,
+    GenerateResponse,
+    HarnessError,
+    Instance,
+    Metric,
+    Option,
+    Options,
+    boolean,
+    derive_seed,
+    find_classifier,
+    option_labels,
+    option_order,
+    positive_int,
+    render_choice_prompt,
+)
+from harness.api import text as text_value
 from harness.scorers.choice.common import ChoiceScorer, ItemHuman, order_count, positive_float, tvd
-from harness.scoring.base import Metric
-from harness.scoring.classifiers import AnswerClassifier, Classification, ClassifyItem
-from harness.seeding import derive_seed
 
 DEFAULT_CLASSIFIER = "match_similarity"
 
@@ -92,9 +105,7 @@ class FreeGenerationScorer(ChoiceScorer):
         super().__init__(**args)
         self.temperatures: tuple[float, ...] = self.args["temperatures"]
         self.systems = {temperature_label(t): "frequency" for t in self.temperatures}
-        from harness.registry.manager import get_registry
-
-        cls = get_registry().classifier(self.args["classifier"])
+        cls = find_classifier(self.args["classifier"])
         self.classifier: AnswerClassifier = cls(**self.args["classifier_args"])
         self._classified: dict[str, dict[str, list[Classification]]] = {}
 

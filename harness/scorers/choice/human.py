@@ -29,13 +29,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import ChoiceInstance, Instance
-from harness.options import Option, Options, positive_int
+from harness.api import (
+    PROPORTIONS_NOTE,
+    ChoiceInstance,
+    Instance,
+    Metric,
+    Option,
+    Options,
+    counted_people_reason,
+    metric_rngs,
+    positive_int,
+    split_spread,
+)
 from harness.scorers.choice.binomial import binomial_loglik, clip_rate
 from harness.scorers.choice.common import ChoiceScorer, ItemHuman, smooth, tvd
-from harness.scoring.base import PROPORTIONS_NOTE, Metric, counted_people_reason
-from harness.scoring.stats import split_spread
-from harness.seeding import metric_rngs
 
 
 class HumanChoiceScorer(ChoiceScorer):

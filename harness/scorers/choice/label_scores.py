@@ -18,11 +18,18 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.instances import ChoiceInstance, Instance
-from harness.options import Option, Options
-from harness.options import text as text_value
-from harness.prompts.choice import option_labels, option_order, render_choice_prompt
-from harness.requests import NextTokenRequest, NextTokenResponse
+from harness.api import (
+    ChoiceInstance,
+    Instance,
+    NextTokenRequest,
+    NextTokenResponse,
+    Option,
+    Options,
+    option_labels,
+    option_order,
+    render_choice_prompt,
+)
+from harness.api import text as text_value
 from harness.scorers.choice.common import ChoiceScorer, order_count
 
 

@@ -18,10 +18,15 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.special import softmax
 
-from harness.instances import ChoiceInstance, Instance
-from harness.options import Option, Options
-from harness.prompts.choice import render_rating_prompt
-from harness.requests import LoglikelihoodRequest, LoglikelihoodResponse
+from harness.api import (
+    ChoiceInstance,
+    Instance,
+    LoglikelihoodRequest,
+    LoglikelihoodResponse,
+    Option,
+    Options,
+    render_rating_prompt,
+)
 from harness.scorers.choice.common import ChoiceScorer, order_count
 
 #: The four scales, each named by its concept, with its answer phrases from 1 (lowest) to 5.

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from harness.instances import ChoiceInstance, Instance
-from harness.requests.option_probs import OptionProbsRequest, OptionProbsResponse
+from harness.api import ChoiceInstance, Instance, OptionProbsRequest, OptionProbsResponse
 from harness.scorers.choice.common import ChoiceScorer
 
 

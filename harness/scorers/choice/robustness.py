@@ -26,10 +26,8 @@ from typing import Any, ClassVar
 import numpy as np
 from scipy.stats import kendalltau
 
-from harness.instances import ChoiceInstance, Instance
-from harness.options import Options
+from harness.api import ChoiceInstance, Instance, Metric, Options, Scorer
 from harness.scorers.choice.common import SYSTEM_KEYS
-from harness.scoring.base import Metric, Scorer
 
 #: Measures compared across systems, with their direction (True: higher is better).
 MEASURES: dict[str, bool] = {"acc": True, "tvd": False, "logprob_per_choice": True, "ll_binomial": True}

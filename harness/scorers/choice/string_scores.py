@@ -20,11 +20,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.instances import ChoiceInstance, Instance
-from harness.options import Option, Options, boolean
-from harness.options import text as text_value
-from harness.prompts.choice import option_order, render_choice_prompt
-from harness.requests import LoglikelihoodRequest, LoglikelihoodResponse
+from harness.api import (
+    ChoiceInstance,
+    Instance,
+    LoglikelihoodRequest,
+    LoglikelihoodResponse,
+    Option,
+    Options,
+    boolean,
+    option_order,
+    render_choice_prompt,
+)
+from harness.api import text as text_value
 from harness.scorers.choice.common import ChoiceScorer, order_count
 
 

@@ -8,7 +8,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.options import OptionError, Options
+from harness.api import OptionError, Options
 
 
 class ProbeUnavailable(Exception):

@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.options import Option, Options, optional, positive_int
+from harness.api import Option, Options, optional, positive_int
 from harness.scorers.probes import spacy_docs
 from harness.scorers.probes.base import Probe, ProbeUnavailable
 from harness.scorers.probes.spacy_docs import DEFAULT_BATCH_SIZE, DEFAULT_PIPELINES, Pipeline

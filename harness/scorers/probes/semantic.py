@@ -23,16 +23,18 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from harness.options import Option, Options, optional, positive_int
-from harness.options import text as text_value
+from harness.api import Option, Options, optional, positive_int, sentence_encoders
+from harness.api import text as text_value
 from harness.scorers.probes.base import Probe, ProbeUnavailable
 from harness.scorers.probes.embedding_models import DEFAULT_MODEL, resolve_model
 from harness.scorers.probes.truncation import Truncator
-from harness.scoring import sentence_encoders
-from harness.scoring.sentence_encoders import resolve_device
+
+#: ``resolve_device`` lives in ``harness.api.sentence_encoders``; it stays importable from here.
+resolve_device = sentence_encoders.resolve_device
 
 #: ``DEFAULT_MODEL`` and ``resolve_model`` live in ``embedding_models`` (the truncator resolves names the same way);
 #: they stay importable from here, where the probe's users (choice classifiers, ``semantic_tvd``) look for them.
+
 __all__ = [
     "DEFAULT_MODEL",
     "EmbeddingProbe",
@@ -112,7 +114,7 @@ class EmbeddingProbe(Probe):
     def _model(self) -> Any:
         """The loaded model (shared per process); :class:`ProbeUnavailable` with the reason when it cannot load."""
         if self._device is None:
-            self._device = resolve_device(self.device_name)
+            self._device = sentence_encoders.resolve_device(self.device_name)
         try:
             return sentence_encoders.load(self.resolved, self._device)
         except sentence_encoders.EncoderLoadError as exc:

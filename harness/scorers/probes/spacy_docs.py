@@ -137,7 +137,7 @@ def first_loadable(packages: Sequence[str], need_tags: bool) -> tuple[Pipeline |
 
 def require_tagger(packages: Sequence[str]) -> Pipeline:
     """The first of ``packages`` that loads and tags POS; a scorer that needs one is unavailable without it."""
-    from harness.scoring.base import ScorerUnavailable
+    from harness.api import ScorerUnavailable
 
     pipeline, reasons = first_loadable(packages, need_tags=True)
     if pipeline is None:

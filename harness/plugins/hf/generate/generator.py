@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from harness.api import DecodingConfig, GenerateRequest, GenerateResponse
 from harness.plugins.hf.generate import inplace_mlp
 from harness.plugins.hf.generate.plain import generate_plain
 from harness.plugins.hf.generate.suffix_cache import SuffixLayer
@@ -49,7 +50,6 @@ from harness.plugins.hf.shared.packed_prompts import PackedPrompts
 from harness.plugins.hf.shared.placement import engine_placement
 from harness.plugins.hf.shared.prefix_attention import GroupPrefix, PassPrefix, SharedPrefix
 from harness.plugins.hf.shared.tokens import ContinuationDecoder, encode_context, eos_token_ids, fit_context
-from harness.requests import DecodingConfig, GenerateRequest, GenerateResponse
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU
 #: (:data:`harness.plugins.hf.loading.options.AUTO_STEP_ROWS`). A decoding step streams all weights once, so wide passes

@@ -11,9 +11,9 @@ from typing import Any
 
 import torch
 
+from harness.api import GenerateRequest, GenerateResponse
 from harness.plugins.hf.generate.text import StopCriterion, scan_row
 from harness.plugins.hf.shared.tokens import ContinuationDecoder
-from harness.requests import GenerateRequest, GenerateResponse
 
 
 def generate_plain(

@@ -13,8 +13,8 @@ from typing import Any
 
 import torch
 
+from harness.api import GenerateRequest
 from harness.plugins.hf.shared.tokens import ContinuationDecoder
-from harness.requests import GenerateRequest
 
 
 def validate_request(request: GenerateRequest) -> None:

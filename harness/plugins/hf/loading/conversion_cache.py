@@ -20,7 +20,7 @@ from typing import Any
 import platformdirs
 import torch
 
-from harness.errors import ModelLoadError
+from harness.api import ModelLoadError
 from harness.plugins.hf.loading.packaged_aliases import PACKAGED_ALIASES, packaged_gguf_path, unknown_alias_message
 
 #: Written last into a converted cache entry; its presence (with matching source facts) marks the entry complete.

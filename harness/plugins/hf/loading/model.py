@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from harness.errors import ModelLoadError
+from harness.api import ModelLoadError
 from harness.plugins.hf.loading.conversion_cache import ensure_packaged_model
 from harness.plugins.hf.loading.hub_access import hub_cache_only_reason
 from harness.plugins.hf.loading.options import AUTO_STEP_ROWS, resolve_batch_size, resolve_device, resolve_dtype

@@ -9,7 +9,7 @@ from typing import Literal
 
 import torch
 
-from harness.errors import ModelLoadError
+from harness.api import ModelLoadError
 
 #: Batch size used when the user asks for ``auto``. Fixed per device type, never derived from free memory, because
 #: the batch composition changes floating-point rounding and results must be a function of the configuration only.

@@ -12,7 +12,7 @@ import difflib
 import importlib.util
 from pathlib import Path
 
-from harness.errors import ModelLoadError
+from harness.api import ModelLoadError
 
 #: Packaged aliases: alias -> (PyPI distribution, importable module to locate, GGUF file name inside it).
 PACKAGED_ALIASES: dict[str, tuple[str, str, str]] = {

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from harness.errors import ModelLoadError
+from harness.api import ModelLoadError
 from harness.plugins.hf.loading.packaged_aliases import PACKAGED_ALIASES, packaged_gguf_path
 
 SourceKind = Literal["alias", "local", "hub"]

@@ -18,14 +18,7 @@ from typing import Any
 
 import torch
 
-from harness.plugins.hf.queries.batching import Ids, ScoringModel
-from harness.plugins.hf.queries.causal import CausalScorer
-from harness.plugins.hf.queries.encoding import QueryEncoder
-from harness.plugins.hf.queries.seq2seq import Seq2SeqScorer
-from harness.plugins.hf.queries.similarity import causal_vectors, seq2seq_vectors
-from harness.plugins.hf.shared.model_calls import cache_keyword
-from harness.plugins.hf.shared.placement import engine_placement
-from harness.requests import (
+from harness.api import (
     LoglikelihoodRequest,
     LoglikelihoodResponse,
     NextTokenRequest,
@@ -33,6 +26,13 @@ from harness.requests import (
     SimilarityRequest,
     SimilarityResponse,
 )
+from harness.plugins.hf.queries.batching import Ids, ScoringModel
+from harness.plugins.hf.queries.causal import CausalScorer
+from harness.plugins.hf.queries.encoding import QueryEncoder
+from harness.plugins.hf.queries.seq2seq import Seq2SeqScorer
+from harness.plugins.hf.queries.similarity import causal_vectors, seq2seq_vectors
+from harness.plugins.hf.shared.model_calls import cache_keyword
+from harness.plugins.hf.shared.placement import engine_placement
 
 #: Rows per forward pass when the caller gives none (the loader's fixed CPU default).
 DEFAULT_BATCH_SIZE = 512

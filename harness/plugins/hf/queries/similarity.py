@@ -8,10 +8,10 @@ from typing import Any
 
 import torch
 
+from harness.api import SimilarityRequest
 from harness.plugins.hf.queries.batching import ScoringModel, chunks, pad_right
 from harness.plugins.hf.queries.encoding import QueryEncoder
 from harness.plugins.hf.queries.seq2seq import Seq2SeqScorer
-from harness.requests import SimilarityRequest
 
 
 @torch.inference_mode()

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.errors import HarnessError
+from harness.api import HarnessError
 from harness.plugins.hf.queries.batching import pad_right
 from harness.plugins.hf.queries.encoding import QueryEncoder
 from harness.plugins.hf.shared.model_calls import last_logits_kwargs

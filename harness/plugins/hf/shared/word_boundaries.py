@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
+from harness.api import word_a_space_closes
 from harness.plugins.hf.shared.tokens import decode_many, ends_whole, fast_decoder
-from harness.words.rules import word_a_space_closes
 
 #: Texts put in front of every token to read how it decodes after other text: two, so that a tokenizer whose pieces
 #: depend on what precedes them is caught (a token is marked only if both agree).

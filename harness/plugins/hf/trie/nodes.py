@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 
+from harness.api import Outcome, SampleWordsRequest
 from harness.plugins.hf.shared.draws import PendingCounts
 from harness.plugins.hf.shared.tokens import ContinuationDecoder
 from harness.plugins.hf.trie.cache import carriers
-from harness.requests import SampleWordsRequest
-from harness.words.rules import Outcome
 
 
 @dataclass(slots=True)

@@ -36,19 +36,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from harness.api import TOP_TOKENS, Outcome, Surface, WordDistributionRequest, WordDistributionResponse, decide_word
 from harness.plugins.hf.shared.draws import require_mass
 from harness.plugins.hf.shared.model_calls import cache_keyword, last_logits_kwargs, output_cache
 from harness.plugins.hf.shared.next_token_head import next_token_probabilities
 from harness.plugins.hf.shared.placement import engine_placement
 from harness.plugins.hf.shared.tokens import ContinuationDecoder, encode_context, eos_token_ids
 from harness.plugins.hf.trie.cache import gather_rows, mergeable
-from harness.requests.word_distribution import (
-    TOP_TOKENS,
-    Surface,
-    WordDistributionRequest,
-    WordDistributionResponse,
-)
-from harness.words.rules import Outcome, decide_word
 
 #: Children of a node ranked without a full sort; a full sort happens only when the rest holds mass that matters.
 TOP_CHILDREN = 256

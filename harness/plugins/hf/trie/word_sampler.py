@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from harness.api import WORD_MODES, SampleWordsRequest, SampleWordsResponse, decide_and_close
 from harness.plugins.hf.generate import inplace_mlp
 from harness.plugins.hf.loading.options import AUTO_STEP_ROWS
 from harness.plugins.hf.shared import prefix_attention
@@ -49,8 +50,6 @@ from harness.plugins.hf.trie.cache import cache_bytes, carriers, gather_rows, me
 from harness.plugins.hf.trie.nodes import Drawn, PassChunk, Tallies, TrieNode, collect_drawn, level_slices, trace_record
 from harness.plugins.hf.trie.prefix_rows import PaddedCarriers, RowPrefix, layout_for
 from harness.plugins.hf.trie.static_pass import StaticPass, capture_for
-from harness.requests import SampleWordsRequest, SampleWordsResponse
-from harness.words.rules import WORD_MODES, decide_and_close
 
 #: Rows per forward pass when the caller gives none: the adapter's ``auto`` on a CPU. Every pass streams all weights
 #: once, so a wide trie level wants few, large passes (:data:`~harness.plugins.hf.loading.options.AUTO_STEP_ROWS` has

@@ -11,10 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.data.loaders import LoadedData
-from harness.errors import HarnessError, shorten_repr
-from harness.instances import Instance
-from harness.options import Option, Options, optional
+from harness.api import HarnessError, Instance, LoadedData, Option, Options, optional, shorten_repr
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, is_template
 from harness.plugins.loaders.generic.human import HumanSpec, Productions, human_option, read_row
 from harness.plugins.loaders.generic.normalise import Normaliser, build_normaliser, normaliser_option

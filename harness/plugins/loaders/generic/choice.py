@@ -16,10 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.data.loaders import LoadedData, takes_options
-from harness.errors import HarnessError, shorten_repr
-from harness.instances import ChoiceInstance
-from harness.options import Option, Options, optional
+from harness.api import ChoiceInstance, HarnessError, LoadedData, Option, Options, optional, shorten_repr, takes_options
 from harness.plugins.loaders.generic.build import (
     BASE_OPTIONS,
     GenericLoader,

@@ -25,10 +25,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harness.data.loaders import LoadedData, takes_options
-from harness.errors import HarnessError
-from harness.instances import ClozeInstance
-from harness.options import Option, Options, optional
+from harness.api import (
+    ClozeInstance,
+    HarnessError,
+    LoadedData,
+    Option,
+    Options,
+    normalise_word,
+    optional,
+    takes_options,
+)
 from harness.plugins.loaders.generic.build import (
     BASE_OPTIONS,
     GenericLoader,
@@ -42,7 +48,6 @@ from harness.plugins.loaders.generic.fields import RowError, column_or_template
 from harness.plugins.loaders.generic.human import recover_counts
 from harness.plugins.loaders.generic.normalise import Normaliser
 from harness.plugins.loaders.generic.passages import Passages, passages_option, read_passages
-from harness.words.rules import normalise_word
 
 LOADER = "generic_cloze"
 #: A cloze study's usual coding: case and punctuation variants are one answer, an empty box is no answer.

@@ -21,7 +21,7 @@ from typing import Any
 from jinja2 import StrictUndefined, Template, TemplateError, meta, nodes
 from jinja2.sandbox import SecurityError
 
-from harness.errors import HarnessError, one_line, shorten_repr
+from harness.api import HarnessError, one_line, shorten_repr
 from harness.plugins.loaders.generic.limits import TemplateLimitExceeded
 from harness.plugins.loaders.generic.sandbox import LimitedSandbox, NativeLimitedSandbox
 

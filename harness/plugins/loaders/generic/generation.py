@@ -15,10 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harness.data.loaders import LoadedData, takes_options
-from harness.errors import HarnessError
-from harness.instances import GenerationInstance
-from harness.options import Option, Options, optional
+from harness.api import GenerationInstance, HarnessError, LoadedData, Option, Options, optional, takes_options
 from harness.plugins.loaders.generic.build import (
     BASE_OPTIONS,
     GenericLoader,

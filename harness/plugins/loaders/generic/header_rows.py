@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from harness.errors import HarnessError, shorten_repr
+from harness.api import HarnessError, shorten_repr
 
 #: The formats with header rows.
 TEXT_TABLES = ("csv", "tsv")

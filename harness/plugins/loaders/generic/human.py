@@ -32,9 +32,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.api import Option, Options, one_of, optional, shorten_repr
 from harness.data.tables.cells import is_empty
-from harness.errors import shorten_repr
-from harness.options import Option, Options, one_of, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template, family, family_columns
 from harness.plugins.loaders.generic.packed import Packed, check_packed, check_pieces, packed_option
 from harness.plugins.loaders.generic.participants import RESPONSE, ParticipantsSpec, participants_option

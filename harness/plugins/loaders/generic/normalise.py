@@ -24,11 +24,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.data.paths import resolve_data_file
-from harness.errors import HarnessError, shorten_repr
-from harness.files import decode_utf8, read_bytes
-from harness.task_config import load_yaml
-from harness.words.rules import strip_punctuation
+from harness.api import (
+    HarnessError,
+    decode_utf8,
+    load_yaml,
+    read_bytes,
+    resolve_data_file,
+    shorten_repr,
+    strip_punctuation,
+)
 
 #: The largest replacements file read (a spelling list is kilobytes; anything near this is the wrong file).
 MAX_REPLACEMENTS_BYTES = 64 << 20

@@ -24,8 +24,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.errors import shorten_repr
-from harness.files import DuplicateKeyError, unique_keys
+from harness.api import DuplicateKeyError, shorten_repr, unique_keys
 from harness.plugins.loaders.generic.fields import Field, RowError
 
 JSON = "json"

@@ -29,9 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.api import HarnessError, Option, Options, optional, shorten, shorten_repr
 from harness.data.tables.cells import is_empty
-from harness.errors import HarnessError, shorten, shorten_repr
-from harness.options import Option, Options, optional
 from harness.plugins.loaders.generic.fields import family, family_keys
 from harness.plugins.loaders.generic.table import Table, bad_rows, key_text
 

@@ -46,15 +46,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.data.loaders import hash_files
-from harness.data.paths import resolve_data_paths
+from harness.api import (
+    HarnessError,
+    Option,
+    OptionError,
+    Options,
+    hash_files,
+    normalise_word,
+    one_of,
+    optional,
+    resolve_data_paths,
+    shorten,
+    shorten_repr,
+)
 from harness.data.tables.file_rows import utf8_text
-from harness.errors import HarnessError, shorten, shorten_repr
-from harness.options import Option, OptionError, Options, one_of, optional
 from harness.plugins.loaders.generic.build import Group, text, whole_number
 from harness.plugins.loaders.generic.fields import Field, RowError
 from harness.plugins.loaders.generic.table import key_text
-from harness.words.rules import normalise_word
 
 COUNTINGS = ("whitespace", "alphanumeric")
 #: Invisible characters removed wherever they are (see the module docstring).

@@ -30,11 +30,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.data.loaders import downloads_allowed, hash_files
-from harness.data.paths import resolve_data_paths
+from harness.api import (
+    DataNotFoundError,
+    HarnessError,
+    Option,
+    Options,
+    downloads_allowed,
+    hash_files,
+    one_of,
+    optional,
+    resolve_data_paths,
+    shorten,
+    shorten_repr,
+)
 from harness.data.tables.file_rows import FORMATS, file_format, file_rows, innermost_cause, quiet_datasets
-from harness.errors import DataNotFoundError, HarnessError, shorten, shorten_repr
-from harness.options import Option, Options, one_of, optional
 from harness.plugins.loaders.generic.fields import Field, RowError, column_or_template
 from harness.plugins.loaders.generic.header_rows import header_rows_option, take_labels
 
