@@ -74,9 +74,12 @@ def register_loaders(register: RegisterLoader) -> None:
     """Register data loaders.
 
     Call ``register(name, loader)`` where ``loader(options, data_dir) -> harness.api.LoadedData`` reads a data
-    set's release format into normalised instances. ``options`` is the task YAML's ``data`` mapping and
-    ``data_dir`` the resolved data root (``--data-dir``, ``HARNESS_DATA_DIR`` or the user cache directory).
-    Decorate the loader with ``harness.api.takes_options(Options(...))`` so unknown options are rejected.
+    set's release format into normalised instances; ``data_dir`` is the resolved data root (``--data-dir``,
+    ``HARNESS_DATA_DIR`` or the user cache directory). Decorate the loader with
+    ``harness.api.takes_options(Options(...))``: the task YAML's ``data`` mapping is checked before the loader runs
+    (an unknown option or a bad value is one line naming it), and ``options`` is what ``Options.parse`` returns,
+    every declared option converted and at its default when not given, so the loader reads ``options["name"]`` and
+    repeats neither defaults nor checks.
     """
 
 
