@@ -38,9 +38,8 @@ class SampleWordsRequest:
     #: ``whole`` (the sample's first line, whole) or ``paper`` (the study's: the first word of the sample, even if
     #: cut off); see ``WordMode``. Every counted word must be ``harness.api.rule_word(word, mode, segmenter)``.
     mode: WordMode = "exact"
-    #: Where a word ends (``harness.words.segmenters``): ``spaces``, ``characters``, ``jieba`` or ``fugashi``; the words
-    # an
-    #: adapter returns are ``harness.api.rule_word(word, mode, segmenter)``.
+    #: Where a word ends (``harness.words.segmenters``): ``spaces``, ``characters``, ``jieba`` or ``fugashi``; the
+    #: words an adapter returns are ``harness.api.rule_word(word, mode, segmenter)``.
     segmenter: str = "spaces"
     #: Tokens a sample may use: an ``exact`` sample with no complete word by then is rejected as truncated; a
     #: ``paper`` sample is cut off there (the study used 5).
