@@ -29,9 +29,6 @@ from harness.scorers.probes.base import Probe, ProbeUnavailable
 from harness.scorers.probes.embedding_models import DEFAULT_MODEL, resolve_model
 from harness.scorers.probes.truncation import Truncator
 
-#: ``resolve_device`` lives in ``harness.api.sentence_encoders``; it stays importable from here.
-resolve_device = sentence_encoders.resolve_device
-
 #: ``DEFAULT_MODEL`` and ``resolve_model`` live in ``embedding_models`` (the truncator resolves names the same way);
 #: they stay importable from here, where the probe's users (choice classifiers, ``semantic_tvd``) look for them.
 
@@ -41,7 +38,6 @@ __all__ = [
     "clear_caches",
     "device_spec",
     "model_id",
-    "resolve_device",
     "resolve_model",
 ]
 
